@@ -1,0 +1,14 @@
+import type { Knex } from 'knex';
+import * as foundation from './20261121000000_foundation';
+
+type Migration = { up(knex: Knex): Promise<void>; down?(knex: Knex): Promise<void> };
+
+/** Every migration in order; new ones are appended here (forward-only, never edited). */
+const migrations: Array<[string, Migration]> = [['20261121000000_foundation', foundation]];
+
+/** A knex migration source over the static list, so migrations run the same under tsx, jest and node. */
+export const migrationSource: Knex.MigrationSource<Migration> = {
+  getMigrations: async () => migrations.map(([, m]) => m),
+  getMigrationName: (m) => migrations.find(([, x]) => x === m)![0],
+  getMigration: async (m) => m,
+};

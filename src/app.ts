@@ -1,0 +1,58 @@
+import Koa from 'koa';
+import compose from 'koa-compose';
+import type { Client } from '@temporalio/client';
+import type { Settings } from './config';
+import type { Db } from './db/knex';
+import type { Clock } from './lib/clock';
+import { jsonBody } from './http/body';
+import { checkoutErrors, partnerErrors } from './http/error-envelope';
+import { checkoutRequestId, partnerRequestId } from './http/request-id';
+import { partnerRouter } from './partner/routes';
+import { checkoutRouter } from './checkout/routes';
+import type { PartnerChainDeps } from './http/partner-chain';
+
+/** What the HTTP app needs from the outside world. */
+export interface AppDeps {
+  db: Db;
+  settings: Settings;
+  clock: Clock;
+  /** Temporal client; handlers start and signal workflows through it. */
+  temporal: Client;
+}
+
+/** Mounts `middleware` only for paths under `prefix` (a whole segment). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- routers bring their own context types
+function under(prefix: string, middleware: Koa.Middleware<any, any>[]): Koa.Middleware {
+  const composed = compose(middleware);
+  return (ctx, next) =>
+    ctx.path === prefix || ctx.path.startsWith(`${prefix}/`) ? composed(ctx, next) : next();
+}
+
+export function partnerChainDeps(deps: AppDeps): PartnerChainDeps {
+  return {
+    db: deps.db,
+    clock: deps.clock,
+    environment: deps.settings.PARTNER_ENVIRONMENT,
+    bulkLimit: {
+      limit: deps.settings.PARTNER_BULK_RATE_LIMIT,
+      windowSeconds: deps.settings.PARTNER_BULK_RATE_WINDOW_SECONDS,
+    },
+  };
+}
+
+/** The whole HTTP surface: Partner API, Checkout API and (later) the hosted page. */
+export function createApp(deps: AppDeps): Koa {
+  const app = new Koa({ proxy: true });
+  app.silent = true; // errors are rendered and logged by the per-API middleware
+  const body = jsonBody(deps.settings.BODY_LIMIT_BYTES);
+  const partner = partnerRouter(deps);
+  const checkout = checkoutRouter(deps);
+
+  app.use(under('/partner', [partnerRequestId, partnerErrors, body, partner.routes(), partner.allowedMethods()]));
+  app.use(under('/v1', [checkoutRequestId, checkoutErrors, body, checkout.routes(), checkout.allowedMethods()]));
+  app.use(async (ctx, next) => {
+    await next();
+    if (ctx.body === undefined && ctx.status === 404) ctx.body = { message: 'Not Found', type: 'not_found' };
+  });
+  return app;
+}

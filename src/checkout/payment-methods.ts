@@ -1,0 +1,18 @@
+import type { Db } from '../db/knex';
+import type { KeyMode } from '../keys/keys';
+import { methodCatalog, MethodDefinition } from './methods';
+
+export interface MerchantMethod extends MethodDefinition {
+  enabled: boolean;
+}
+
+/** The methods a merchant may offer in `mode`, in display order, with `enabled` per the merchant's settings. */
+export async function listMerchantMethods(db: Db, merchantId: string, mode: KeyMode): Promise<MerchantMethod[]> {
+  const rows: Array<{ code: string; enabled: boolean }> = await db('merchant_methods')
+    .where({ merchant_id: merchantId, mode })
+    .select('code', 'enabled');
+  const enabled = new Map(rows.map((r) => [r.code, r.enabled]));
+  return methodCatalog
+    .filter((m) => mode === 'test' || !m.testOnly)
+    .map((m) => ({ ...m, enabled: enabled.get(m.code) ?? false }));
+}

@@ -1,0 +1,56 @@
+import { z } from 'zod';
+
+/** Every setting the service reads, validated once; the README lists them all. */
+const settingsSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  HOST: z.string().min(1).default('0.0.0.0'),
+  DATABASE_URL: z.string().url().optional(),
+  DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
+  DATA_DIR: z.string().min(1).default('.data'),
+  TEMPORAL_ADDRESS: z.string().min(1).optional(),
+  TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  TEMPORAL_TASK_QUEUE: z.string().min(1).default('svc-main'),
+  TEMPORAL_TLS_CERT_PATH: z.string().min(1).optional(),
+  TEMPORAL_TLS_KEY_PATH: z.string().min(1).optional(),
+  TEMPORAL_API_KEY: z.string().min(1).optional(),
+  PARTNER_ENVIRONMENT: z.enum(['sandbox', 'live']).default('sandbox'),
+  PUBLIC_BASE_URL: z.string().url().optional(),
+  WEBHOOK_ALLOWED_HOSTS: z
+    .string()
+    .default('')
+    .transform((s) =>
+      s
+        .split(',')
+        .map((h) => h.trim().toLowerCase())
+        .filter(Boolean),
+    ),
+  TEST_PHONE: z.string().regex(/^\+[1-9][0-9]{6,14}$/).default('+9647700000000'),
+  PARTNER_BULK_RATE_LIMIT: z.coerce.number().int().min(1).default(60),
+  PARTNER_BULK_RATE_WINDOW_SECONDS: z.coerce.number().int().min(1).default(600),
+  CHECKOUT_RATE_LIMIT_PER_SECOND: z.coerce.number().int().min(1).default(100),
+  BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(100 * 1024),
+  LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
+});
+
+export type Settings = Omit<z.infer<typeof settingsSchema>, 'PUBLIC_BASE_URL'> & {
+  PUBLIC_BASE_URL: string;
+};
+
+/** Reads and validates settings from `env`; throws a readable error naming each bad variable. */
+export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
+  const parsed = settingsSchema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+    throw new Error(`Invalid settings:\n${lines.join('\n')}`);
+  }
+  const s = parsed.data;
+  return { ...s, PUBLIC_BASE_URL: s.PUBLIC_BASE_URL ?? `http://localhost:${s.PORT}` };
+}
+
+/** The database URL, which every process except `npm start` requires. */
+export function requireDatabaseUrl(settings: Settings): string {
+  if (!settings.DATABASE_URL) {
+    throw new Error('DATABASE_URL is not set (npm start sets it for you; production must set it).');
+  }
+  return settings.DATABASE_URL;
+}

@@ -1,0 +1,24 @@
+import knexFactory, { Knex } from 'knex';
+import { types } from 'pg';
+import { migrationSource } from '../../migrations';
+
+// Money and counts are bigint columns; every value we store fits in a JS number exactly.
+types.setTypeParser(types.builtins.INT8, (v) => Number(v));
+
+export type Db = Knex;
+
+/** A knex instance on `url` with a bounded pool. */
+export function createDb(url: string, poolMax = 10): Db {
+  return knexFactory({
+    client: 'pg',
+    connection: url,
+    pool: { min: 0, max: poolMax },
+    migrations: { migrationSource, tableName: 'knex_migrations' },
+  });
+}
+
+/** Applies every pending migration (forward-only) and returns the names applied. */
+export async function migrateLatest(db: Db): Promise<string[]> {
+  const [, applied] = (await db.migrate.latest()) as [number, string[]];
+  return applied;
+}

@@ -1,0 +1,60 @@
+import type { Middleware } from 'koa';
+import { BodyError } from './errors';
+
+declare module 'koa' {
+  interface Request {
+    /** The parsed JSON body, or undefined when the request has none. */
+    body?: unknown;
+    /** The raw bytes of the body as received. */
+    rawBody?: Buffer;
+  }
+}
+
+const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/** Reads and parses a JSON body up to `limitBytes`; malformed or larger bodies throw a BodyError. */
+export function jsonBody(limitBytes: number): Middleware {
+  return async (ctx, next) => {
+    if (!METHODS_WITH_BODY.has(ctx.method)) return next();
+    const declared = Number(ctx.get('content-length') || NaN);
+    if (declared > limitBytes) {
+      ctx.req.resume();
+      throw new BodyError(413, 'entity.too.large', 'request entity too large');
+    }
+    const raw = await readLimited(ctx.req, limitBytes);
+    ctx.request.rawBody = raw;
+    if (raw.length === 0) return next();
+    try {
+      ctx.request.body = JSON.parse(raw.toString('utf8'));
+    } catch {
+      throw new BodyError(400, 'entity.parse.failed', 'Unexpected token in JSON body');
+    }
+    return next();
+  };
+}
+
+function readLimited(stream: NodeJS.ReadableStream, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let done = false;
+    const finish = (err: Error | null, value?: Buffer) => {
+      if (done) return;
+      done = true;
+      if (err) reject(err);
+      else resolve(value!);
+    };
+    stream.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        stream.removeAllListeners('data');
+        stream.resume();
+        finish(new BodyError(413, 'entity.too.large', 'request entity too large'));
+        return;
+      }
+      chunks.push(chunk);
+    });
+    stream.on('end', () => finish(null, Buffer.concat(chunks)));
+    stream.on('error', (e) => finish(e as Error));
+  });
+}

@@ -1,0 +1,136 @@
+import type { Context, Middleware } from 'koa';
+import type { Db } from '../db/knex';
+import type { Clock } from '../lib/clock';
+import { canonicalJson, sha256Hex } from '../lib/hash';
+import { ApiError } from './errors';
+
+/** How long a first outcome is kept against its key. */
+export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+/** A Partner request still `in_progress` after this long is taken to have died and may be run again. */
+export const IN_PROGRESS_LEASE_MS = 2 * 60 * 1000;
+
+const CHECKOUT_KEY_PATTERN = /^[A-Za-z0-9_-]{8,128}$/;
+
+/** Renders an error into the API's envelope on `ctx` (status, headers, body). */
+export type ErrorRenderer = (ctx: Context, err: unknown) => void;
+
+interface RecordRow {
+  route: string;
+  body_hash: string;
+  state: 'in_progress' | 'done';
+  response_status: number | null;
+  response_body: unknown;
+  created_at: Date;
+}
+
+const bodyHash = (ctx: Context) => sha256Hex(canonicalJson(ctx.request.body ?? null));
+
+function replay(ctx: Context, row: RecordRow): void {
+  ctx.status = row.response_status!;
+  ctx.body = row.response_body;
+  ctx.set('Idempotent-Replayed', 'true');
+}
+
+async function runAndRender(ctx: Context, next: () => Promise<unknown>, render: ErrorRenderer): Promise<void> {
+  try {
+    await next();
+  } catch (err) {
+    render(ctx, err);
+  }
+}
+
+async function store(db: Db, scope: string, key: string, ctx: Context, now: Date): Promise<void> {
+  await db('idempotency_records')
+    .where({ scope, key })
+    .update({ state: 'done', response_status: ctx.status, response_body: JSON.stringify(ctx.body ?? null), completed_at: now });
+}
+
+/**
+ * Partner semantics: the first outcome is stored 24 h per API key; a second request with the key
+ * while the first runs is `409 idempotency_key_in_progress`; another body or route is
+ * `409 idempotency_key_conflict`; a refusal (4xx) stores nothing, a 500 is stored and replayed.
+ */
+export function partnerIdempotency(db: Db, clock: Clock, route: string, render: ErrorRenderer): Middleware {
+  return async (ctx, next) => {
+    const key = ctx.get('idempotency-key');
+    if (key === '') throw new ApiError(400, 'idempotency_key_required', 'This route requires an Idempotency-Key header.');
+    if (key.length > 255) {
+      throw ApiError.validation('Idempotency-Key must be 1 to 255 characters.', [{ field: 'Idempotency-Key', issue: 'invalid' }]);
+    }
+    const scope = `partner:${ctx.state.partner.keyId}`;
+    const hash = bodyHash(ctx);
+    const now = clock();
+
+    for (;;) {
+      const claimed = await db.raw(
+        `INSERT INTO idempotency_records (scope, key, route, body_hash, state, created_at)
+         VALUES (?, ?, ?, ?, 'in_progress', ?) ON CONFLICT (scope, key) DO NOTHING RETURNING 1`,
+        [scope, key, route, hash, now],
+      );
+      if (claimed.rows.length > 0) break;
+      const row: RecordRow | undefined = await db('idempotency_records').where({ scope, key }).first();
+      if (!row) continue; // purged between the two statements
+      const age = now.getTime() - row.created_at.getTime();
+      const stale = age >= IDEMPOTENCY_TTL_MS || (row.state === 'in_progress' && age >= IN_PROGRESS_LEASE_MS);
+      if (stale) {
+        await db('idempotency_records').where({ scope, key, created_at: row.created_at }).delete();
+        continue;
+      }
+      if (row.route !== route || row.body_hash !== hash) {
+        throw ApiError.conflict('idempotency_key_conflict', 'This Idempotency-Key was used with another body or route.');
+      }
+      if (row.state === 'in_progress') {
+        throw ApiError.conflict('idempotency_key_in_progress', 'The first request with this Idempotency-Key is still running; retry shortly.');
+      }
+      return replay(ctx, row);
+    }
+
+    await runAndRender(ctx, next, render);
+    if (ctx.status >= 400 && ctx.status < 500) {
+      await db('idempotency_records').where({ scope, key, state: 'in_progress' }).delete();
+    } else {
+      await store(db, scope, key, ctx, clock());
+    }
+  };
+}
+
+/**
+ * Checkout semantics: key required (8–128 of A-Za-z0-9_-), scoped to merchant, mode and route;
+ * same body replays, another body or route is a conflict, a key still in flight (or whose first
+ * attempt crashed) is processed again and its newer response stored. 5xx and 429 are not stored.
+ */
+export function checkoutIdempotency(db: Db, clock: Clock, route: string, render: ErrorRenderer): Middleware {
+  return async (ctx, next) => {
+    const key = ctx.get('idempotency-key');
+    if (!CHECKOUT_KEY_PATTERN.test(key)) {
+      throw new ApiError(400, 'idempotency_key_required', 'This route requires an Idempotency-Key header of 8 to 128 characters of A-Za-z0-9_-.', [
+        { field: 'Idempotency-Key', issue: key === '' ? 'missing' : 'invalid' },
+      ]);
+    }
+    const { merchantId, mode } = ctx.state.checkout;
+    const scope = `checkout:${merchantId}:${mode}`;
+    const hash = bodyHash(ctx);
+    const now = clock();
+
+    const row: RecordRow | undefined = await db('idempotency_records').where({ scope, key }).first();
+    const live = row && now.getTime() - row.created_at.getTime() < IDEMPOTENCY_TTL_MS ? row : undefined;
+    if (live && (live.route !== route || live.body_hash !== hash)) {
+      throw ApiError.conflict('idempotency_key_conflict', 'This Idempotency-Key was used with another body or route.');
+    }
+    if (live?.state === 'done') return replay(ctx, live);
+    if (!live) {
+      await db.raw(
+        `INSERT INTO idempotency_records (scope, key, route, body_hash, state, created_at)
+         VALUES (?, ?, ?, ?, 'in_progress', ?)
+         ON CONFLICT (scope, key) DO UPDATE SET route = EXCLUDED.route, body_hash = EXCLUDED.body_hash,
+           state = 'in_progress', response_status = NULL, response_body = NULL, created_at = EXCLUDED.created_at,
+           completed_at = NULL
+         WHERE idempotency_records.created_at < ?`,
+        [scope, key, route, hash, now, new Date(now.getTime() - IDEMPOTENCY_TTL_MS)],
+      );
+    }
+
+    await runAndRender(ctx, next, render);
+    if (ctx.status < 500 && ctx.status !== 429) await store(db, scope, key, ctx, clock());
+  };
+}

@@ -1,0 +1,4 @@
+/** A source of the current time, injected so tests can move it. */
+export type Clock = () => Date;
+
+export const systemClock: Clock = () => new Date();

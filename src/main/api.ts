@@ -1,0 +1,31 @@
+import { loadSettings, requireDatabaseUrl } from '../config';
+import { createApp } from '../app';
+import { createDb } from '../db/knex';
+import { systemClock } from '../lib/clock';
+import { log } from '../lib/log';
+import { connectTemporal } from '../temporal/client';
+
+/** `npm run api`: the HTTP API, stateless; run as many copies as needed. */
+async function main(): Promise<void> {
+  const settings = loadSettings();
+  const db = createDb(requireDatabaseUrl(settings), settings.DATABASE_POOL_MAX);
+  const temporal = await connectTemporal(settings);
+  const app = createApp({ db, settings, clock: systemClock, temporal });
+  const server = app.listen(settings.PORT, settings.HOST, () => {
+    log.info('api listening', { url: `http://${settings.HOST}:${settings.PORT}`, partner_environment: settings.PARTNER_ENVIRONMENT });
+  });
+  const stop = () => {
+    log.info('api stopping');
+    server.close(() => {
+      void Promise.allSettled([db.destroy(), temporal.connection.close()]).then(() => process.exit(0));
+    });
+    setTimeout(() => process.exit(0), 5000).unref();
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+}
+
+main().catch((err) => {
+  log.error('api failed to start', { error: err instanceof Error ? err.message : String(err) });
+  process.exit(1);
+});

@@ -1,0 +1,33 @@
+import { Client } from '@temporalio/client';
+import { NativeConnection } from '@temporalio/worker';
+import { loadSettings, requireDatabaseUrl } from '../config';
+import { createDb } from '../db/knex';
+import { systemClock } from '../lib/clock';
+import { log } from '../lib/log';
+import { temporalConnectionOptions } from '../temporal/client';
+import { createWorker, ensureJanitor } from '../worker/create-worker';
+
+/** `npm run worker`: runs the workflows and activities; stateless; run as many copies as needed. */
+async function main(): Promise<void> {
+  const settings = loadSettings();
+  const db = createDb(requireDatabaseUrl(settings), settings.DATABASE_POOL_MAX);
+  const connection = await NativeConnection.connect(temporalConnectionOptions(settings));
+  const worker = await createWorker({
+    connection,
+    namespace: settings.TEMPORAL_NAMESPACE,
+    taskQueue: settings.TEMPORAL_TASK_QUEUE,
+    db,
+    clock: systemClock,
+  });
+  const client = new Client({ connection, namespace: settings.TEMPORAL_NAMESPACE });
+  await ensureJanitor(client, settings.TEMPORAL_TASK_QUEUE);
+  log.info('worker running', { task_queue: settings.TEMPORAL_TASK_QUEUE, namespace: settings.TEMPORAL_NAMESPACE });
+  await worker.run(); // returns after SIGINT/SIGTERM once in-flight tasks finish
+  await Promise.allSettled([db.destroy(), connection.close()]);
+  log.info('worker stopped');
+}
+
+main().catch((err) => {
+  log.error('worker failed', { error: err instanceof Error ? err.stack : String(err) });
+  process.exit(1);
+});

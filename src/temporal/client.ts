@@ -1,0 +1,29 @@
+import { readFileSync } from 'node:fs';
+import { Client, Connection, ConnectionOptions } from '@temporalio/client';
+import type { Settings } from '../config';
+
+/** Connection options for TEMPORAL_ADDRESS, with mTLS or an API key for Temporal Cloud. */
+export function temporalConnectionOptions(
+  settings: Settings,
+): Pick<ConnectionOptions, 'address' | 'tls'> & { apiKey?: string } {
+  const address = settings.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
+  const mtls =
+    settings.TEMPORAL_TLS_CERT_PATH && settings.TEMPORAL_TLS_KEY_PATH
+      ? {
+          tls: {
+            clientCertPair: {
+              crt: readFileSync(settings.TEMPORAL_TLS_CERT_PATH),
+              key: readFileSync(settings.TEMPORAL_TLS_KEY_PATH),
+            },
+          },
+        }
+      : {};
+  const apiKey = settings.TEMPORAL_API_KEY ? { apiKey: settings.TEMPORAL_API_KEY, tls: true } : {};
+  return { address, ...mtls, ...apiKey };
+}
+
+/** A Temporal client for the configured namespace. */
+export async function connectTemporal(settings: Settings): Promise<Client> {
+  const connection = await Connection.connect(temporalConnectionOptions(settings));
+  return new Client({ connection, namespace: settings.TEMPORAL_NAMESPACE });
+}

@@ -1,0 +1,109 @@
+import { readFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { DefaultLogger, Runtime, type Worker } from '@temporalio/worker';
+import { createApp } from '../../src/app';
+import { loadSettings, Settings } from '../../src/config';
+import { createDb, Db } from '../../src/db/knex';
+import { setLogLevel } from '../../src/lib/log';
+import { createWorker } from '../../src/worker/create-worker';
+import { RunEnv, runEnvFile } from './run-env';
+
+/** A clock tests can move forward; the app and activities read it. */
+export interface TestClock {
+  (): Date;
+  advance(ms: number): void;
+}
+
+export function testClock(): TestClock {
+  let offset = 0;
+  const clock = (() => new Date(Date.now() + offset)) as TestClock;
+  clock.advance = (ms) => {
+    offset += ms;
+  };
+  return clock;
+}
+
+export interface Stack {
+  baseUrl: string;
+  db: Db;
+  env: TestWorkflowEnvironment;
+  settings: Settings;
+  clock: TestClock;
+  taskQueue: string;
+  /** Stops and replaces the worker (to test crash recovery). */
+  restartWorker(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export function readRunEnv(): RunEnv {
+  return JSON.parse(readFileSync(runEnvFile, 'utf8')) as RunEnv;
+}
+
+let runtimeInstalled = false;
+/** The SDK logs every worker state change at INFO; tests want only warnings. */
+function installQuietRuntime(): void {
+  if (runtimeInstalled) return;
+  runtimeInstalled = true;
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+}
+
+/**
+ * One test file's stack: the run's database, a time-skipping Temporal test server with the real
+ * worker, and the real HTTP app on an ephemeral loopback port.
+ */
+export async function startStack(overrides: Record<string, string> = {}): Promise<Stack> {
+  setLogLevel((process.env.TEST_LOG_LEVEL as 'debug') ?? 'silent');
+  installQuietRuntime();
+  const run = readRunEnv();
+  const db = createDb(run.databaseUrl, 8);
+  const env = await TestWorkflowEnvironment.createTimeSkipping({
+    server: { executable: { type: 'existing-path', path: run.testServerPath } },
+  });
+  const clock = testClock();
+  const settings = loadSettings({ DATABASE_URL: run.databaseUrl, PORT: '0', LOG_LEVEL: 'silent', ...overrides });
+  const taskQueue = `test-${Math.random().toString(36).slice(2)}`;
+
+  const startWorker = async () => {
+    const worker: Worker = await createWorker({
+      connection: env.nativeConnection,
+      namespace: env.namespace ?? 'default',
+      taskQueue,
+      db,
+      clock,
+      workflowBundle: { codePath: run.workflowBundlePath },
+    });
+    return { worker, running: worker.run() };
+  };
+  let current = await startWorker();
+  const stopWorker = async () => {
+    current.worker.shutdown();
+    await current.running;
+  };
+
+  const app = createApp({ db, settings: { ...settings, TEMPORAL_TASK_QUEUE: taskQueue }, clock, temporal: env.client });
+  const server: Server = await new Promise((resolve) => {
+    const s = app.listen(0, '127.0.0.1', () => resolve(s));
+  });
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    baseUrl: `http://127.0.0.1:${port}`,
+    db,
+    env,
+    settings,
+    clock,
+    taskQueue,
+    async restartWorker() {
+      await stopWorker();
+      current = await startWorker();
+    },
+    async stop() {
+      await new Promise((resolve) => server.close(resolve));
+      await stopWorker();
+      await env.teardown();
+      await db.destroy();
+    },
+  };
+}

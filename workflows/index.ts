@@ -1,0 +1,2 @@
+/** Every workflow the worker runs; this file is the bundle's entry point. */
+export { janitorWorkflow } from './janitor';
