@@ -1,5 +1,4 @@
 import type { Db } from '../src/db/knex';
-import type { Clock } from '../src/lib/clock';
 import { janitorSchedule } from '../src/temporal/names';
 
 export interface SweepResult {
@@ -8,11 +7,14 @@ export interface SweepResult {
 }
 
 /** Janitor activities: retention sweeps, each an idempotent DELETE of rows past their age. */
-export function createJanitorActivities({ db, clock }: { db: Db; clock: Clock }) {
+export function createJanitorActivities({ db }: { db: Db }) {
   return {
-    /** Deletes idempotency records older than 24 h and rate-limit windows older than a day. */
-    async sweepRetention(): Promise<SweepResult> {
-      const now = clock().getTime();
+    /**
+     * Deletes idempotency records older than 24 h and rate-limit windows older than a day, as of
+     * `nowMs`: the workflow's time, so a time-skipping test moves it.
+     */
+    async sweepRetention({ nowMs }: { nowMs: number }): Promise<SweepResult> {
+      const now = nowMs;
       const idempotencyRecords = await db('idempotency_records')
         .where('created_at', '<', new Date(now - janitorSchedule.idempotencyRetentionMs))
         .delete();

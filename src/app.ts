@@ -40,16 +40,26 @@ export function partnerChainDeps(deps: AppDeps): PartnerChainDeps {
   };
 }
 
+type AnyRouter = { routes(): Koa.Middleware<any, any>; allowedMethods(): Koa.Middleware<any, any> };
+
+/** Everything under `/partner`: request id, the Partner envelope, the body limit, then `router`. */
+export function partnerStack(deps: AppDeps, router: AnyRouter): Koa.Middleware {
+  const body = jsonBody(deps.settings.BODY_LIMIT_BYTES);
+  return under('/partner', [partnerRequestId, partnerErrors, body, router.routes(), router.allowedMethods()]);
+}
+
+/** Everything under `/v1`: request id, the Checkout envelope, the body limit, then `router`. */
+export function checkoutStack(deps: AppDeps, router: AnyRouter): Koa.Middleware {
+  const body = jsonBody(deps.settings.BODY_LIMIT_BYTES);
+  return under('/v1', [checkoutRequestId, checkoutErrors, body, router.routes(), router.allowedMethods()]);
+}
+
 /** The whole HTTP surface: Partner API, Checkout API and (later) the hosted page. */
 export function createApp(deps: AppDeps): Koa {
   const app = new Koa({ proxy: true });
   app.silent = true; // errors are rendered and logged by the per-API middleware
-  const body = jsonBody(deps.settings.BODY_LIMIT_BYTES);
-  const partner = partnerRouter(deps);
-  const checkout = checkoutRouter(deps);
-
-  app.use(under('/partner', [partnerRequestId, partnerErrors, body, partner.routes(), partner.allowedMethods()]));
-  app.use(under('/v1', [checkoutRequestId, checkoutErrors, body, checkout.routes(), checkout.allowedMethods()]));
+  app.use(partnerStack(deps, partnerRouter(deps)));
+  app.use(checkoutStack(deps, checkoutRouter(deps)));
   app.use(async (ctx, next) => {
     await next();
     if (ctx.body === undefined && ctx.status === 404) ctx.body = { message: 'Not Found', type: 'not_found' };

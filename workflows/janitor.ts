@@ -10,7 +10,7 @@ const { sweepRetention } = proxyActivities<JanitorActivities>({
 /** Sweeps retention every hour, for ever; continues as new before its history grows large. */
 export async function janitorWorkflow(): Promise<void> {
   for (let sweep = 0; sweep < janitorSchedule.sweepsPerRun; sweep++) {
-    await sweepRetention();
+    await sweepRetention({ nowMs: Date.now() });
     await sleep(janitorSchedule.every);
     if (workflowInfo().continueAsNewSuggested) break;
   }

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, type Worker } from '@temporalio/worker';
-import { createApp } from '../../src/app';
+import { AppDeps, createApp } from '../../src/app';
 import { loadSettings, Settings } from '../../src/config';
 import { createDb, Db } from '../../src/db/knex';
 import { setLogLevel } from '../../src/lib/log';
@@ -13,14 +13,27 @@ import { RunEnv, runEnvFile } from './run-env';
 /** A clock tests can move forward; the app and activities read it. */
 export interface TestClock {
   (): Date;
+  /** Moves the clock forward (a frozen clock stays frozen at the new time). */
   advance(ms: number): void;
+  /** Stops the clock at `at` (default: now) until `unfreeze`. */
+  freeze(at?: Date): void;
+  unfreeze(): void;
 }
 
 export function testClock(): TestClock {
   let offset = 0;
-  const clock = (() => new Date(Date.now() + offset)) as TestClock;
+  let frozen: number | null = null;
+  const clock = (() => new Date(frozen ?? Date.now() + offset)) as TestClock;
   clock.advance = (ms) => {
-    offset += ms;
+    if (frozen !== null) frozen += ms;
+    else offset += ms;
+  };
+  clock.freeze = (at) => {
+    frozen = (at ?? clock()).getTime();
+  };
+  clock.unfreeze = () => {
+    if (frozen !== null) offset = frozen - Date.now();
+    frozen = null;
   };
   return clock;
 }
@@ -32,6 +45,8 @@ export interface Stack {
   settings: Settings;
   clock: TestClock;
   taskQueue: string;
+  /** What the app was built from, for tests that mount probe routes on the same stacks. */
+  deps: AppDeps;
   /** Stops and replaces the worker (to test crash recovery). */
   restartWorker(): Promise<void>;
   stop(): Promise<void>;
@@ -82,28 +97,39 @@ export async function startStack(overrides: Record<string, string> = {}): Promis
     await current.running;
   };
 
-  const app = createApp({ db, settings: { ...settings, TEMPORAL_TASK_QUEUE: taskQueue }, clock, temporal: env.client });
-  const server: Server = await new Promise((resolve) => {
-    const s = app.listen(0, '127.0.0.1', () => resolve(s));
-  });
-  const { port } = server.address() as AddressInfo;
+  const deps: AppDeps = { db, settings: { ...settings, TEMPORAL_TASK_QUEUE: taskQueue }, clock, temporal: env.client };
+  const app = createApp(deps);
+  const http = await listen(app);
 
   return {
-    baseUrl: `http://127.0.0.1:${port}`,
+    baseUrl: http.baseUrl,
     db,
     env,
     settings,
     clock,
     taskQueue,
+    deps,
     async restartWorker() {
       await stopWorker();
       current = await startWorker();
     },
     async stop() {
-      await new Promise((resolve) => server.close(resolve));
+      await http.close();
       await stopWorker();
       await env.teardown();
       await db.destroy();
     },
+  };
+}
+
+/** Serves a Koa app on an ephemeral loopback port; returns its base URL and a closer. */
+export async function listen(app: { listen: (port: number, host: string, cb: () => void) => Server }) {
+  const server: Server = await new Promise((resolve) => {
+    const s = app.listen(0, '127.0.0.1', () => resolve(s));
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    baseUrl: `http://127.0.0.1:${port}`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
