@@ -1,0 +1,51 @@
+import { loadSettings } from '../../src/config';
+import { canonicalJson, constantTimeEqual } from '../../src/lib/hash';
+import { newId, timeOrderedBody } from '../../src/lib/ids';
+
+describe('canonicalJson', () => {
+  it('serialises JSON-equal documents identically', () => {
+    expect(canonicalJson({ b: [1, { y: 2, x: 1 }], a: 'x' })).toBe(canonicalJson({ a: 'x', b: [1, { x: 1, y: 2 }] }));
+    expect(canonicalJson({ a: [1, 2] })).not.toBe(canonicalJson({ a: [2, 1] }));
+    expect(canonicalJson(null)).toBe('null');
+  });
+});
+
+describe('constantTimeEqual', () => {
+  it('compares strings of any length', () => {
+    expect(constantTimeEqual('abc', 'abc')).toBe(true);
+    expect(constantTimeEqual('abc', 'abd')).toBe(false);
+    expect(constantTimeEqual('abc', 'abcd')).toBe(false);
+  });
+});
+
+describe('ids', () => {
+  it('prefixes ids with their type and mode', () => {
+    expect(newId('sel')).toMatch(/^sel_[0-9a-z]{26}$/);
+    expect(newId('cs', 'test')).toMatch(/^cs_test_[0-9a-z]{26}$/);
+  });
+
+  it('sorts by creation time', () => {
+    expect(timeOrderedBody(1_000) < timeOrderedBody(2_000)).toBe(true);
+    expect(timeOrderedBody(Date.UTC(2026, 0, 1)) < timeOrderedBody(Date.UTC(2030, 0, 1))).toBe(true);
+  });
+});
+
+describe('loadSettings', () => {
+  it('applies the documented defaults', () => {
+    const s = loadSettings({});
+    expect(s).toMatchObject({
+      PORT: 3000,
+      DATA_DIR: '.data',
+      TEMPORAL_NAMESPACE: 'default',
+      PARTNER_ENVIRONMENT: 'sandbox',
+      PUBLIC_BASE_URL: 'http://localhost:3000',
+      WEBHOOK_ALLOWED_HOSTS: [],
+      TEST_PHONE: '+9647700000000',
+    });
+  });
+
+  it('parses the webhook allow-list and names every bad setting', () => {
+    expect(loadSettings({ WEBHOOK_ALLOWED_HOSTS: ' Hooks.Local , a.test,' }).WEBHOOK_ALLOWED_HOSTS).toEqual(['hooks.local', 'a.test']);
+    expect(() => loadSettings({ PARTNER_ENVIRONMENT: 'prod', PORT: 'x' })).toThrow(/PARTNER_ENVIRONMENT[\s\S]*PORT|PORT[\s\S]*PARTNER_ENVIRONMENT/);
+  });
+});
