@@ -20,12 +20,11 @@ export interface AppDeps {
   temporal: Client;
 }
 
-/** Mounts `middleware` only for paths under `prefix` (a whole segment). */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- routers bring their own context types
+/** Mounts `middleware` only for paths under `prefix` (a whole segment), which it then owns entirely. */
 function under(prefix: string, middleware: Koa.Middleware<any, any>[]): Koa.Middleware {
   const composed = compose(middleware);
   return (ctx, next) =>
-    ctx.path === prefix || ctx.path.startsWith(`${prefix}/`) ? composed(ctx, next) : next();
+    ctx.path === prefix || ctx.path.startsWith(`${prefix}/`) ? composed(ctx, async () => undefined) : next();
 }
 
 export function partnerChainDeps(deps: AppDeps): PartnerChainDeps {

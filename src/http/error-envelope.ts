@@ -66,6 +66,10 @@ function errorMiddleware(render: (ctx: Context, err: unknown) => void): Middlewa
       if (ctx.status === 404 && ctx.body === undefined) {
         throw ApiError.notFound('not_found', `No route for ${ctx.method} ${ctx.path}.`);
       }
+      if (ctx.status === 405) {
+        // The router answered with an Allow header; keep it and give the body the API's envelope.
+        throw new ApiError(405, 'method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}.`);
+      }
     } catch (err) {
       render(ctx, err);
     }

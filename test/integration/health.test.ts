@@ -22,3 +22,27 @@ describe('GET /partner/v1/health', () => {
     },
   );
 });
+
+describe('unknown routes and methods', () => {
+  it('answers an unknown Partner route with 404 not_found in the Partner envelope', async () => {
+    const res = await call(stack.baseUrl, 'GET', '/partner/v1/nope', { headers: { 'x-request-id': 'abc' } });
+    expect(res.status).toBe(404);
+    expect(res.body).toEqual({ error: { code: 'not_found', message: expect.any(String), request_id: 'abc' } });
+  });
+
+  it('answers a wrong method with 405 method_not_allowed', async () => {
+    const res = await call(stack.baseUrl, 'POST', '/partner/v1/health', { body: {} });
+    expect(res.status).toBe(405);
+    expect(res.body.error.code).toBe('method_not_allowed');
+    expect(res.headers.get('allow')).toContain('GET');
+  });
+
+  it('answers an unknown Checkout route with 404 in the Checkout envelope', async () => {
+    const res = await call(stack.baseUrl, 'GET', '/v1/nope');
+    expect(res.status).toBe(404);
+    expect(res.body).toEqual({
+      error: { code: 'not_found', message: expect.any(String), details: [], request_id: expect.stringMatching(/^req_/) },
+    });
+    expect(res.headers.get('x-request-id')).toBe(res.body.error.request_id);
+  });
+});

@@ -93,7 +93,7 @@ describe('Partner keys', () => {
     ['a dashboard login token', 'Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig'],
   ])('refuses %s with 401 invalid_api_key', async (_label, authorization) => {
     const seller = await buildSeller(stack.db);
-    const headers = authorization ? { authorization: authorization.replace('KEY', seller.key) } : {};
+    const headers: Record<string, string> = authorization ? { authorization: authorization.replace('KEY', seller.key) } : {};
     const res = await get(undefined, headers);
     expect(res.status).toBe(401);
     expect(res.body.error.code).toBe('invalid_api_key');
