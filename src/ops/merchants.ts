@@ -14,15 +14,23 @@ export interface MerchantIn {
   testMerchant?: boolean;
 }
 
+export interface MerchantOut {
+  merchant_id: string;
+  name: string;
+  return_hosts: string[];
+  methods: string[];
+  test_merchant: boolean;
+}
+
 /** Creates a merchant with its return hosts and enabled methods. */
-export async function createMerchant(db: Db, input: MerchantIn): Promise<{ merchant_id: string }> {
+export async function createMerchant(db: Db, input: MerchantIn): Promise<MerchantOut> {
   if (!input.name.trim()) throw new OpsError('invalid_name', 'name must not be blank');
   const hosts = input.returnHosts.map((h) => h.trim().toLowerCase()).filter(Boolean);
   if (hosts.length === 0) throw new OpsError('invalid_return_hosts', 'at least one return host is required');
   for (const h of hosts) {
     if (!HOST_PATTERN.test(h)) throw new OpsError('invalid_return_hosts', `not a host name: ${h}`);
   }
-  const methods = input.methods ?? [];
+  const methods = [...new Set(input.methods ?? [])];
   for (const code of methods) {
     if (!findMethod(code)) throw new OpsError('unknown_method', `unknown payment method ${code}`);
   }
@@ -30,6 +38,7 @@ export async function createMerchant(db: Db, input: MerchantIn): Promise<{ merch
     throw new OpsError('invalid_contact_email', 'contact email is not an e-mail address');
   }
   const merchantId = newId('mer');
+  const returnHosts = [...new Set(hosts)];
   await db.transaction(async (trx) => {
     await trx('merchants').insert({
       id: merchantId,
@@ -37,7 +46,7 @@ export async function createMerchant(db: Db, input: MerchantIn): Promise<{ merch
       contact_email: input.contactEmail ?? null,
       test_merchant: input.testMerchant ?? false,
     });
-    await trx('merchant_return_hosts').insert([...new Set(hosts)].map((host) => ({ merchant_id: merchantId, host })));
+    await trx('merchant_return_hosts').insert(returnHosts.map((host) => ({ merchant_id: merchantId, host })));
     const rows = methods.flatMap((code) =>
       (['test', 'live'] as const)
         .filter((mode) => code !== 'test' || mode === 'test')
@@ -45,7 +54,13 @@ export async function createMerchant(db: Db, input: MerchantIn): Promise<{ merch
     );
     if (rows.length > 0) await trx('merchant_methods').insert(rows);
   });
-  return { merchant_id: merchantId };
+  return {
+    merchant_id: merchantId,
+    name: input.name.trim(),
+    return_hosts: returnHosts,
+    methods,
+    test_merchant: input.testMerchant ?? false,
+  };
 }
 
 /** Suspends or restores a merchant; a suspended merchant's keys get `403 merchant_suspended`. */

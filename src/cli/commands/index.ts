@@ -1,0 +1,31 @@
+import type { CommandTable } from '../command';
+import { campaignCommands } from './campaign';
+import { categoryCommands } from './category';
+import { checkoutKeyCommands } from './checkout-key';
+import { demoCommands } from './demo';
+import { fxCommands } from './fx';
+import { merchantCommands } from './merchant';
+import { methodCommands } from './method';
+import { orderCommands } from './order';
+import { outboxCommands } from './outbox';
+import { partnerKeyCommands } from './partner-key';
+import { productCommands } from './product';
+import { sellerCommands } from './seller';
+import { stockCommands } from './stock';
+
+/** Every operator command, keyed by its words (`seller create`, `demo`). */
+export const commands: CommandTable = {
+  ...sellerCommands,
+  ...partnerKeyCommands,
+  ...categoryCommands,
+  ...productCommands,
+  ...stockCommands,
+  ...campaignCommands,
+  ...orderCommands,
+  ...merchantCommands,
+  ...checkoutKeyCommands,
+  ...methodCommands,
+  ...fxCommands,
+  ...outboxCommands,
+  ...demoCommands,
+};

@@ -1,0 +1,37 @@
+import { loadSettings, requireDatabaseUrl } from '../config';
+import { createDb } from '../db/knex';
+import type { CliDeps } from './command';
+import { CliResult, renderError } from './render';
+import { run } from './run';
+
+function emit(result: CliResult): number {
+  process.stdout.write(result.stdout);
+  process.stderr.write(result.stderr);
+  return result.exitCode;
+}
+
+/** `npm run -s ops -- <group> <command> [flags] [--json]`: the operator CLI (see OPS_CLI.md). */
+async function main(argv: string[]): Promise<number> {
+  let deps: CliDeps;
+  try {
+    const settings = loadSettings();
+    deps = { settings, db: createDb(requireDatabaseUrl(settings), 2) };
+  } catch (err) {
+    return emit(renderError('invalid_settings', (err as Error).message, argv.includes('--json')));
+  }
+  try {
+    return emit(await run(argv, deps));
+  } finally {
+    await deps.db.destroy();
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
+    process.exitCode = 1;
+  },
+);
