@@ -1,10 +1,14 @@
 import type { Knex } from 'knex';
 import * as foundation from './20261121000000_foundation';
+import * as partnerStock from './20261121010000_partner_stock';
 
 type Migration = { up(knex: Knex): Promise<void>; down?(knex: Knex): Promise<void> };
 
 /** Every migration in order; new ones are appended here (forward-only, never edited). */
-const migrations: Array<[string, Migration]> = [['20261121000000_foundation', foundation]];
+const migrations: Array<[string, Migration]> = [
+  ['20261121000000_foundation', foundation],
+  ['20261121010000_partner_stock', partnerStock],
+];
 
 /** A knex migration source over the static list, so migrations run the same under tsx, jest and node. */
 export const migrationSource: Knex.MigrationSource<Migration> = {

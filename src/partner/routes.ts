@@ -1,12 +1,100 @@
 import Router from '@koa/router';
 import type { AppDeps } from '../app';
+import { partnerChainDeps } from '../app';
+import { encodeCursor } from '../http/cursor';
+import { ApiError } from '../http/errors';
+import { partnerChain } from '../http/partner-chain';
+import { applyAdjustments, readAdjustment } from './adjustments';
+import { bulkUpsertProducts } from './bulk-upsert';
+import { findProductBySku, listProducts } from './catalog-read';
+import { bulkUpdateInventory } from './inventory-bulk';
+import { getOrder, listOrders } from './orders';
+import { partnerCursor, partnerLimit } from './params';
+import { BULK_INVENTORY_ROWS, BULK_PRODUCT_ROWS, bulkItems } from './schemas';
+import { productOut } from './serializers';
+import { parseRfc3339 } from './since';
 
-/** The Partner API under `/partner/v1`. */
-export function partnerRouter(_deps: AppDeps): Router {
+const invalidSince = () => ApiError.validation('since must be an RFC 3339 date-time with a zone.', [{ field: 'since', issue: 'invalid' }]);
+
+/** The Partner API under `/partner/v1`: eight operations, keyed by the seller's SKU. */
+export function partnerRouter(deps: AppDeps): Router {
   const router = new Router({ prefix: '/partner/v1' });
+  const chain = partnerChainDeps(deps);
+  const { db } = deps;
 
   router.get('/health', (ctx) => {
     ctx.body = { status: 'ok', api: 'partner', version: 'v1', currency: 'IQD' };
+  });
+
+  router.get('/products', ...partnerChain(chain, { scope: 'catalog:read' }), async (ctx) => {
+    const limit = partnerLimit(ctx.query.limit, 20, 100);
+    const after = partnerCursor(ctx.query, 'products');
+    const status = typeof ctx.query.status === 'string' ? ctx.query.status : undefined;
+    const page = await listProducts(db, ctx.state.partner.sellerId, { status, afterId: after?.[0] as string | undefined, limit });
+    const last = page.rows[page.rows.length - 1];
+    ctx.body = {
+      data: page.rows.map(productOut),
+      next_cursor: page.hasMore ? encodeCursor('products', [last.product.id]) : null,
+      has_more: page.hasMore,
+    };
+  });
+
+  router.get('/products/:sku', ...partnerChain(chain, { scope: 'catalog:read' }), async (ctx) => {
+    const product = await findProductBySku(db, ctx.state.partner.sellerId, ctx.params.sku);
+    if (!product) throw ApiError.notFound('product_not_found', `No product has SKU ${ctx.params.sku}.`);
+    ctx.body = productOut(product);
+  });
+
+  router.post(
+    '/products/bulk',
+    ...partnerChain(chain, { scope: 'catalog:write', idempotent: 'POST /products/bulk', rateLimited: 'products-bulk' }),
+    async (ctx) => {
+      const items = bulkItems(ctx.request.body, BULK_PRODUCT_ROWS);
+      ctx.body = { results: await bulkUpsertProducts(db, ctx.state.partner.sellerId, items) };
+    },
+  );
+
+  router.patch(
+    '/inventory/bulk',
+    ...partnerChain(chain, { scope: 'inventory:write', idempotent: 'PATCH /inventory/bulk', rateLimited: 'inventory-bulk' }),
+    async (ctx) => {
+      const items = bulkItems(ctx.request.body, BULK_INVENTORY_ROWS);
+      ctx.body = { results: await bulkUpdateInventory(db, ctx.state.partner.sellerId, items) };
+    },
+  );
+
+  router.post(
+    '/inventory/adjustments',
+    ...partnerChain(chain, { scope: 'inventory:write', idempotent: 'POST /inventory/adjustments' }),
+    async (ctx) => {
+      const input = readAdjustment(ctx.request.body);
+      const data = await applyAdjustments(db, ctx.state.partner, input);
+      ctx.body = { reason: input.reason, category: input.category, data };
+    },
+  );
+
+  router.get('/orders', ...partnerChain(chain, { scope: 'orders:read' }), async (ctx) => {
+    const raw = ctx.query.since;
+    if (Array.isArray(raw)) throw invalidSince();
+    const since = raw === undefined || raw === '' ? undefined : (parseRfc3339(raw) ?? undefined);
+    if (raw && !since) throw invalidSince();
+    const after = partnerCursor(ctx.query, 'orders');
+    const page = await listOrders(db, ctx.state.partner.sellerId, {
+      since,
+      after: after ? { placedAt: String(after[0]), id: String(after[1]) } : undefined,
+      limit: partnerLimit(ctx.query.limit, 50, 200),
+    });
+    ctx.body = {
+      data: page.data,
+      next_cursor: page.hasMore && page.lastKey ? encodeCursor('orders', page.lastKey) : null,
+      has_more: page.hasMore,
+    };
+  });
+
+  router.get('/orders/:id', ...partnerChain(chain, { scope: 'orders:read' }), async (ctx) => {
+    const order = await getOrder(db, ctx.state.partner.sellerId, ctx.params.id);
+    if (!order) throw ApiError.notFound('order_not_found', 'No such order.');
+    ctx.body = order;
   });
 
   return router;

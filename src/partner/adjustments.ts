@@ -1,0 +1,206 @@
+import type { Db } from '../db/knex';
+import { ApiError, ErrorDetail } from '../http/errors';
+import { newId } from '../lib/ids';
+import { log } from '../lib/log';
+import { isObject } from './rows';
+
+export const adjustmentCategories = ['damaged', 'external_sale', 'correction', 'received'] as const;
+export type AdjustmentCategory = (typeof adjustmentCategories)[number];
+export const MAX_ADJUSTMENT_ROWS = 100;
+
+export interface AdjustmentIn {
+  reason: string;
+  category: AdjustmentCategory;
+  unitValue?: number;
+  items: Array<{ sku: string; delta: number; locationId?: string }>;
+}
+
+export interface AdjustmentRowOut {
+  adjustment_id: string;
+  external_sku: string;
+  variant_id: string;
+  location_id: string;
+  delta: number;
+  stocked_quantity: number;
+}
+
+/** Validates the whole body, listing every problem; throws `400 validation_error` when there are any. */
+export function readAdjustment(body: unknown): AdjustmentIn {
+  const b = isObject(body) ? body : {};
+  const details: ErrorDetail[] = [];
+  if (typeof b.reason !== 'string' || b.reason.trim() === '') details.push({ field: 'reason', issue: 'missing' });
+  if (!adjustmentCategories.includes(b.category as AdjustmentCategory)) {
+    details.push({ field: 'category', issue: b.category === undefined ? 'missing' : 'invalid' });
+  }
+  if (b.unit_value !== undefined) {
+    if (b.category !== 'external_sale') details.push({ field: 'unit_value', issue: 'not_applicable' });
+    else if (typeof b.unit_value !== 'number' || !Number.isFinite(b.unit_value) || b.unit_value <= 0) {
+      details.push({ field: 'unit_value', issue: 'invalid' });
+    }
+  }
+  const items: AdjustmentIn['items'] = [];
+  if (b.items === undefined) details.push({ field: 'items', issue: 'missing' });
+  else if (!Array.isArray(b.items)) details.push({ field: 'items', issue: 'invalid' });
+  else if (b.items.length === 0) details.push({ field: 'items', issue: 'empty' });
+  else if (b.items.length > MAX_ADJUSTMENT_ROWS) details.push({ field: 'items', issue: 'too_many' });
+  else {
+    const seen = new Set<string>();
+    b.items.forEach((raw, i) => {
+      const item = isObject(raw) ? raw : {};
+      const sku = typeof item.external_sku === 'string' && item.external_sku.trim() !== '' ? item.external_sku : null;
+      if (sku === null) details.push({ field: `items[${i}].external_sku`, issue: 'missing' });
+      else if (seen.has(sku)) details.push({ field: `items[${i}].external_sku`, issue: 'duplicate_variant' });
+      else seen.add(sku);
+      const delta = item.delta;
+      const deltaOk = typeof delta === 'number' && Number.isSafeInteger(delta) && delta !== 0;
+      if (!deltaOk) details.push({ field: `items[${i}].delta`, issue: delta === undefined ? 'missing' : 'invalid' });
+      if (item.location_id !== undefined && (typeof item.location_id !== 'string' || item.location_id === '')) {
+        details.push({ field: `items[${i}].location_id`, issue: 'invalid' });
+      }
+      if (sku !== null && deltaOk) {
+        items.push({ sku, delta: delta as number, locationId: item.location_id as string | undefined });
+      }
+    });
+  }
+  if (details.length > 0) throw ApiError.validation('The adjustment request is invalid.', details);
+  return {
+    reason: b.reason as string,
+    category: b.category as AdjustmentCategory,
+    unitValue: b.unit_value as number | undefined,
+    items,
+  };
+}
+
+interface Resolved {
+  index: number;
+  sku: string;
+  delta: number;
+  variantId: string;
+  locationId: string;
+  unitCost: number | null;
+}
+
+/** Resolves SKUs and locations to the seller's rows; an unknown one refuses the whole request (404). */
+async function resolve(db: Db, sellerId: string, input: AdjustmentIn): Promise<Resolved[]> {
+  const [variants, locations] = await Promise.all([
+    db.raw(
+      `SELECT DISTINCT ON (v.sku) v.sku, v.id, v.unit_cost FROM variants v
+        WHERE v.seller_id = ? AND v.sku = ANY(?) ORDER BY v.sku, v.product_id, v.id`,
+      [sellerId, input.items.map((i) => i.sku)],
+    ),
+    db('stock_locations').where({ seller_id: sellerId }).orderBy('position').select('id'),
+  ]);
+  const bySku = new Map<string, { id: string; unit_cost: number | null }>(variants.rows.map((v: { sku: string }) => [v.sku, v]));
+  const locationIds = new Set<string>(locations.map((l: { id: string }) => l.id));
+  const primary: string | undefined = locations[0]?.id;
+  return input.items.map((item, index) => {
+    const variant = bySku.get(item.sku);
+    if (!variant) throw ApiError.notFound('inventory_item_not_found', `No inventory item has SKU ${item.sku}.`);
+    if (item.locationId !== undefined && !locationIds.has(item.locationId)) {
+      throw ApiError.notFound('inventory_item_not_found', `${item.locationId} is not one of your stock locations.`);
+    }
+    const locationId = item.locationId ?? primary;
+    if (locationId === undefined) {
+      throw ApiError.validation('The seller has no stock location configured.', [{ field: `items[${index}].location_id`, issue: 'missing' }], 422);
+    }
+    return { index, sku: item.sku, delta: item.delta, variantId: variant.id, locationId, unitCost: variant.unit_cost };
+  });
+}
+
+/**
+ * `POST /inventory/adjustments`: all or nothing in one transaction. The stock rows are locked in
+ * a fixed order, so concurrent requests serialise and none can take a level below zero.
+ */
+export async function applyAdjustments(
+  db: Db,
+  principal: { sellerId: string; keyId: string },
+  input: AdjustmentIn,
+): Promise<AdjustmentRowOut[]> {
+  const rows = await resolve(db, principal.sellerId, input);
+  const out = await db.transaction(async (trx) => {
+    const pairs = [...rows].sort((a, b) => (a.variantId + a.locationId < b.variantId + b.locationId ? -1 : 1));
+    await trx.raw(
+      `INSERT INTO stock_levels (variant_id, location_id, level)
+       SELECT * FROM unnest(?::text[], ?::text[], ?::numeric[]) ON CONFLICT DO NOTHING`,
+      [pairs.map((p) => p.variantId), pairs.map((p) => p.locationId), pairs.map(() => 0)],
+    );
+    const locked = await trx.raw(
+      `SELECT variant_id, location_id, level FROM stock_levels
+        WHERE (variant_id, location_id) IN (SELECT * FROM unnest(?::text[], ?::text[]))
+        ORDER BY variant_id, location_id FOR UPDATE`,
+      [pairs.map((p) => p.variantId), pairs.map((p) => p.locationId)],
+    );
+    const levels = new Map<string, number>(
+      locked.rows.map((r: { variant_id: string; location_id: string; level: string }) => [`${r.variant_id}/${r.location_id}`, Number(r.level)]),
+    );
+    const negative = rows.filter((r) => levels.get(`${r.variantId}/${r.locationId}`)! + r.delta < 0);
+    if (negative.length > 0) {
+      throw ApiError.validation(
+        'The adjustment would take stock below zero.',
+        negative.map((r) => ({ field: `items[${r.index}].delta`, issue: 'negative_result' })),
+        422,
+      );
+    }
+    await trx.raw(
+      `UPDATE stock_levels s SET level = s.level + u.delta, updated_at = now()
+         FROM unnest(?::text[], ?::text[], ?::numeric[]) AS u(variant_id, location_id, delta)
+        WHERE s.variant_id = u.variant_id AND s.location_id = u.location_id`,
+      [rows.map((r) => r.variantId), rows.map((r) => r.locationId), rows.map((r) => r.delta)],
+    );
+    const audit = rows.map((r) => ({
+      id: newId('adj'),
+      seller_id: principal.sellerId,
+      variant_id: r.variantId,
+      location_id: r.locationId,
+      external_sku: r.sku,
+      delta: r.delta,
+      level_after: levels.get(`${r.variantId}/${r.locationId}`)! + r.delta,
+      reason: input.reason,
+      category: input.category,
+      unit_value: input.unitValue ?? null,
+      api_key_id: principal.keyId,
+    }));
+    await trx('stock_adjustments').insert(audit);
+    const totals = await trx.raw(
+      `SELECT variant_id, COALESCE(SUM(ROUND(level)), 0)::bigint AS stocked FROM stock_levels
+        WHERE variant_id = ANY(?) GROUP BY variant_id`,
+      [rows.map((r) => r.variantId)],
+    );
+    const stocked = new Map<string, number>(totals.rows.map((t: { variant_id: string; stocked: number }) => [t.variant_id, Number(t.stocked)]));
+    return rows.map((r, i) => ({
+      adjustment_id: audit[i].id,
+      external_sku: r.sku,
+      variant_id: r.variantId,
+      location_id: r.locationId,
+      delta: r.delta,
+      stocked_quantity: stocked.get(r.variantId) ?? 0,
+    }));
+  });
+  await bookkeeping(db, principal.sellerId, input, rows, out);
+  return out;
+}
+
+/** Posts outside-sale revenue, cost of goods and damage write-offs; best-effort, never fails the adjustment. */
+async function bookkeeping(db: Db, sellerId: string, input: AdjustmentIn, rows: Resolved[], out: AdjustmentRowOut[]): Promise<void> {
+  const entries = rows.flatMap((r, i) => {
+    if (r.delta >= 0) return [];
+    const units = -r.delta;
+    const base = { seller_id: sellerId, external_sku: r.sku, variant_id: r.variantId, adjustment_id: out[i].adjustment_id };
+    if (input.category === 'external_sale' && input.unitValue !== undefined) {
+      return [
+        { ...base, kind: 'external_sale_revenue', amount: Math.round(units * input.unitValue) },
+        ...(r.unitCost !== null ? [{ ...base, kind: 'external_sale_cogs', amount: units * r.unitCost }] : []),
+      ];
+    }
+    if (input.category === 'damaged' && r.unitCost !== null) {
+      return [{ ...base, kind: 'damaged_write_off', amount: units * r.unitCost }];
+    }
+    return [];
+  });
+  if (entries.length === 0) return;
+  try {
+    await db('seller_ledger_entries').insert(entries).onConflict(['adjustment_id', 'kind']).ignore();
+  } catch (err) {
+    log.error('seller ledger posting failed', { seller_id: sellerId, error: err instanceof Error ? err.message : String(err) });
+  }
+}

@@ -1,0 +1,42 @@
+/** One entry of a bulk route's `results`. */
+export interface RowResult {
+  external_sku: string | null;
+  status: 'accepted' | 'rejected';
+  product_id?: string;
+  error?: { code: string; message: string };
+}
+
+export const accepted = (sku: string, extra: { product_id?: string } = {}): RowResult => ({
+  external_sku: sku,
+  status: 'accepted',
+  ...extra,
+});
+
+export const rejected = (sku: string | null, code: string, message: string): RowResult => ({
+  external_sku: sku,
+  status: 'rejected',
+  error: { code, message },
+});
+
+export const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The row's SKU when it is a non-blank string, else null. */
+export const rowSku = (row: Record<string, unknown>): string | null =>
+  typeof row.external_sku === 'string' && row.external_sku.trim() !== '' ? row.external_sku : null;
+
+export const isWholeNumber = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+
+/** Runs `work` over `items` with at most `limit` in flight, keeping results in input order. */
+export async function mapLimited<T, R>(items: T[], limit: number, work: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await work(items[i], i);
+    }
+  });
+  await Promise.all(lanes);
+  return out;
+}
