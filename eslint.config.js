@@ -2,7 +2,17 @@
 const tseslint = require('typescript-eslint');
 
 module.exports = tseslint.config(
-  { ignores: ['node_modules/**', 'dist/**', '.tools/**', '.data/**', 'coverage/**', 'scripts/bootstrap.js', 'src/hosted/static/**'] },
+  {
+    ignores: [
+      'node_modules/**',
+      'dist/**',
+      '.tools/**',
+      '.data/**',
+      'coverage/**',
+      'scripts/bootstrap.js',
+      'src/hosted/static/**',
+    ],
+  },
   ...tseslint.configs.recommended,
   {
     files: ['**/*.ts'],
@@ -10,7 +20,10 @@ module.exports = tseslint.config(
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: false }],
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', ignoreRestSiblings: true }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', ignoreRestSiblings: true },
+      ],
       '@typescript-eslint/no-explicit-any': 'off',
       '@typescript-eslint/no-require-imports': 'off',
     },
@@ -22,20 +35,41 @@ module.exports = tseslint.config(
         'error',
         {
           patterns: [
-            { group: ['node:*', 'fs', 'path', 'http', 'https', 'crypto', 'net', 'dns', 'os', 'child_process'], message: 'Workflows are deterministic: do I/O in activities.' },
-            { group: ['pg', 'knex', 'koa', '@koa/*', '**/src/db/**', '**/src/http/**'], message: 'Workflows are deterministic: do I/O in activities.' },
-            { group: ['@temporalio/client', '@temporalio/worker', '@temporalio/activity'], message: 'Workflows import only @temporalio/workflow.' },
+            {
+              group: ['node:*', 'fs', 'path', 'http', 'https', 'crypto', 'net', 'dns', 'os', 'child_process'],
+              message: 'Workflows are deterministic: do I/O in activities.',
+            },
+            {
+              group: ['pg', 'knex', 'koa', '@koa/*', '**/src/db/**', '**/src/http/**'],
+              message: 'Workflows are deterministic: do I/O in activities.',
+            },
+            {
+              group: ['@temporalio/client', '@temporalio/worker', '@temporalio/activity'],
+              message: 'Workflows import only @temporalio/workflow.',
+            },
           ],
         },
       ],
       'no-restricted-syntax': [
         'error',
-        { selector: "ImportDeclaration[source.value=/activities/][importKind!='type']", message: 'Import activities as types only (proxyActivities).' },
+        {
+          selector: "ImportDeclaration[source.value=/activities/][importKind!='type']",
+          message: 'Import activities as types only (proxyActivities).',
+        },
       ],
     },
   },
   {
     files: ['**/*.js'],
-    languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', module: 'writable', __dirname: 'readonly', process: 'readonly', console: 'readonly' } },
+    languageOptions: {
+      sourceType: 'commonjs',
+      globals: {
+        require: 'readonly',
+        module: 'writable',
+        __dirname: 'readonly',
+        process: 'readonly',
+        console: 'readonly',
+      },
+    },
   },
 );

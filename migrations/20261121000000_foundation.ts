@@ -98,9 +98,7 @@ export async function up(knex: Knex): Promise<void> {
     t.text('id').primary();
     t.text('seller_id').notNullable().references('sellers.id');
     t.text('increment_id').notNullable().unique();
-    t.text('status')
-      .notNullable()
-      .checkIn(['pending', 'accepted', 'shipped', 'delivered', 'cancelled', 'returned']);
+    t.text('status').notNullable().checkIn(['pending', 'accepted', 'shipped', 'delivered', 'cancelled', 'returned']);
     t.bigInteger('total').notNullable();
     t.text('currency').notNullable().defaultTo('IQD');
     t.jsonb('shipping_address').notNullable();

@@ -24,11 +24,18 @@ const settingsSchema = z.object({
         .map((h) => h.trim().toLowerCase())
         .filter(Boolean),
     ),
-  TEST_PHONE: z.string().regex(/^\+[1-9][0-9]{6,14}$/).default('+9647700000000'),
+  TEST_PHONE: z
+    .string()
+    .regex(/^\+[1-9][0-9]{6,14}$/)
+    .default('+9647700000000'),
   PARTNER_BULK_RATE_LIMIT: z.coerce.number().int().min(1).default(60),
   PARTNER_BULK_RATE_WINDOW_SECONDS: z.coerce.number().int().min(1).default(600),
   CHECKOUT_RATE_LIMIT_PER_SECOND: z.coerce.number().int().min(1).default(100),
-  BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(100 * 1024),
+  BODY_LIMIT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(100 * 1024),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
 });
 

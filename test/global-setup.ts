@@ -31,7 +31,14 @@ export default async function globalSetup(): Promise<void> {
 
   const { code } = await bundleWorkflowCode({
     workflowsPath: require.resolve('../workflows'),
-    logger: { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: console.error },
+    logger: {
+      log: () => undefined,
+      trace: () => undefined,
+      debug: () => undefined,
+      info: () => undefined,
+      warn: () => undefined,
+      error: console.error,
+    },
   });
   mkdirSync(dirname(runEnvFile), { recursive: true });
   const workflowBundlePath = join(dirname(runEnvFile), `workflow-bundle-${databaseName}.js`);

@@ -47,7 +47,8 @@ async function authenticate(
 export function secretKeyAuth(db: Db, scope: CheckoutScope): Middleware {
   return async (ctx, next) => {
     const principal = await authenticate(db, ctx.get('authorization'), 'ck');
-    if (!principal) throw ApiError.unauthorized('invalid_api_key', 'Missing, malformed, revoked or wrong-type secret key.');
+    if (!principal)
+      throw ApiError.unauthorized('invalid_api_key', 'Missing, malformed, revoked or wrong-type secret key.');
     if (principal.suspended) throw ApiError.forbidden('merchant_suspended', 'This merchant account is suspended.');
     if (!principal.scopes.includes(scope)) throw ApiError.insufficientScope(scope);
     const { suspended: _suspended, ...rest } = principal;
@@ -61,7 +62,10 @@ export function publishableKeyAuth(db: Db): Middleware {
   return async (ctx, next) => {
     const principal = await authenticate(db, ctx.get('authorization'), 'pk');
     if (!principal) {
-      throw ApiError.unauthorized('invalid_publishable_key', 'Missing, malformed, revoked or wrong-type publishable key.');
+      throw ApiError.unauthorized(
+        'invalid_publishable_key',
+        'Missing, malformed, revoked or wrong-type publishable key.',
+      );
     }
     if (principal.suspended) throw ApiError.forbidden('merchant_suspended', 'This merchant account is suspended.');
     const { suspended: _suspended, ...rest } = principal;

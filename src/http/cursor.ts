@@ -20,7 +20,8 @@ export function decodeCursor(list: string, cursor: string, invalid: () => ApiErr
     throw invalid();
   }
   const d = doc as { v?: unknown; l?: unknown; k?: unknown };
-  const keyOk = Array.isArray(d?.k) && d.k.length > 0 && d.k.every((x) => typeof x === 'string' || typeof x === 'number');
+  const keyOk =
+    Array.isArray(d?.k) && d.k.length > 0 && d.k.every((x) => typeof x === 'string' || typeof x === 'number');
   if (d?.v !== CURSOR_VERSION || d.l !== list || !keyOk) throw invalid();
   return d.k as Array<string | number>;
 }

@@ -42,7 +42,12 @@ async function runAndRender(ctx: Context, next: () => Promise<unknown>, render: 
 async function store(db: Db, scope: string, key: string, ctx: Context, now: Date): Promise<void> {
   await db('idempotency_records')
     .where({ scope, key })
-    .update({ state: 'done', response_status: ctx.status, response_body: JSON.stringify(ctx.body ?? null), completed_at: now });
+    .update({
+      state: 'done',
+      response_status: ctx.status,
+      response_body: JSON.stringify(ctx.body ?? null),
+      completed_at: now,
+    });
 }
 
 /**
@@ -53,9 +58,12 @@ async function store(db: Db, scope: string, key: string, ctx: Context, now: Date
 export function partnerIdempotency(db: Db, clock: Clock, route: string, render: ErrorRenderer): Middleware {
   return async (ctx, next) => {
     const key = ctx.get('idempotency-key');
-    if (key === '') throw new ApiError(400, 'idempotency_key_required', 'This route requires an Idempotency-Key header.');
+    if (key === '')
+      throw new ApiError(400, 'idempotency_key_required', 'This route requires an Idempotency-Key header.');
     if (key.length > 255) {
-      throw ApiError.validation('Idempotency-Key must be 1 to 255 characters.', [{ field: 'Idempotency-Key', issue: 'invalid' }]);
+      throw ApiError.validation('Idempotency-Key must be 1 to 255 characters.', [
+        { field: 'Idempotency-Key', issue: 'invalid' },
+      ]);
     }
     const scope = `partner:${ctx.state.partner.keyId}`;
     const hash = bodyHash(ctx);
@@ -77,10 +85,16 @@ export function partnerIdempotency(db: Db, clock: Clock, route: string, render: 
         continue;
       }
       if (row.route !== route || row.body_hash !== hash) {
-        throw ApiError.conflict('idempotency_key_conflict', 'This Idempotency-Key was used with another body or route.');
+        throw ApiError.conflict(
+          'idempotency_key_conflict',
+          'This Idempotency-Key was used with another body or route.',
+        );
       }
       if (row.state === 'in_progress') {
-        throw ApiError.conflict('idempotency_key_in_progress', 'The first request with this Idempotency-Key is still running; retry shortly.');
+        throw ApiError.conflict(
+          'idempotency_key_in_progress',
+          'The first request with this Idempotency-Key is still running; retry shortly.',
+        );
       }
       return replay(ctx, row);
     }
@@ -103,9 +117,12 @@ export function checkoutIdempotency(db: Db, clock: Clock, route: string, render:
   return async (ctx, next) => {
     const key = ctx.get('idempotency-key');
     if (!CHECKOUT_KEY_PATTERN.test(key)) {
-      throw new ApiError(400, 'idempotency_key_required', 'This route requires an Idempotency-Key header of 8 to 128 characters of A-Za-z0-9_-.', [
-        { field: 'Idempotency-Key', issue: key === '' ? 'missing' : 'invalid' },
-      ]);
+      throw new ApiError(
+        400,
+        'idempotency_key_required',
+        'This route requires an Idempotency-Key header of 8 to 128 characters of A-Za-z0-9_-.',
+        [{ field: 'Idempotency-Key', issue: key === '' ? 'missing' : 'invalid' }],
+      );
     }
     const { merchantId, mode } = ctx.state.checkout;
     const scope = `checkout:${merchantId}:${mode}`;

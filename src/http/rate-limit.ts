@@ -17,7 +17,12 @@ export interface HitResult {
 }
 
 /** Counts one hit on `bucket` in Postgres (shared by every API process) and says whether it fits. */
-export async function hit(db: Db, bucket: string, { limit, windowSeconds }: WindowLimit, now: Date): Promise<HitResult> {
+export async function hit(
+  db: Db,
+  bucket: string,
+  { limit, windowSeconds }: WindowLimit,
+  now: Date,
+): Promise<HitResult> {
   const windowMs = windowSeconds * 1000;
   const start = Math.floor(now.getTime() / windowMs) * windowMs;
   const { rows } = await db.raw(
@@ -32,16 +37,14 @@ export async function hit(db: Db, bucket: string, { limit, windowSeconds }: Wind
 }
 
 /** Refuses with `429 rate_limited` and `Retry-After` once `bucket(ctx)` is over `limit` in its window. */
-export function rateLimit(
-  db: Db,
-  clock: Clock,
-  limit: WindowLimit,
-  bucket: (ctx: Context) => string,
-): Middleware {
+export function rateLimit(db: Db, clock: Clock, limit: WindowLimit, bucket: (ctx: Context) => string): Middleware {
   return async (ctx, next) => {
     const result = await hit(db, bucket(ctx), limit, clock());
     if (!result.allowed) {
-      throw ApiError.rateLimited(result.retryAfter, `Rate limit of ${limit.limit} requests per ${limit.windowSeconds} s exceeded.`);
+      throw ApiError.rateLimited(
+        result.retryAfter,
+        `Rate limit of ${limit.limit} requests per ${limit.windowSeconds} s exceeded.`,
+      );
     }
     return next();
   };

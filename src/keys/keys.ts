@@ -42,11 +42,7 @@ export interface NewKey {
 }
 
 /** Makes a new key; only `secretHash` is ever stored. `parts` fixes the id and secret (tests). */
-export function generateKey(
-  kind: KeyKind,
-  mode: KeyMode,
-  parts: { keyId?: string; secret?: string } = {},
-): NewKey {
+export function generateKey(kind: KeyKind, mode: KeyMode, parts: { keyId?: string; secret?: string } = {}): NewKey {
   const keyId = parts.keyId ?? randomString(KEY_ID_LENGTH, KEY_ALPHABET);
   const secret = parts.secret ?? randomString(KEY_SECRET_LENGTH, KEY_ALPHABET);
   const key = `svc_${kind}_${mode}_${keyId}_${secret}`;

@@ -12,7 +12,10 @@ async function main(): Promise<void> {
   const temporal = await connectTemporal(settings);
   const app = createApp({ db, settings, clock: systemClock, temporal });
   const server = app.listen(settings.PORT, settings.HOST, () => {
-    log.info('api listening', { url: `http://${settings.HOST}:${settings.PORT}`, partner_environment: settings.PARTNER_ENVIRONMENT });
+    log.info('api listening', {
+      url: `http://${settings.HOST}:${settings.PORT}`,
+      partner_environment: settings.PARTNER_ENVIRONMENT,
+    });
   });
   const stop = () => {
     log.info('api stopping');

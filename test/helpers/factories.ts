@@ -45,5 +45,11 @@ export async function buildMerchant(
     scopes: opts.scopes ?? [...checkoutScopes],
   });
   const publishable = await createCheckoutKey(db, { merchantId: merchant_id, mode, type: 'publishable' });
-  return { merchantId: merchant_id, mode, secretKey: secret.key, secretKeyId: secret.key_id, publishableKey: publishable.key };
+  return {
+    merchantId: merchant_id,
+    mode,
+    secretKey: secret.key,
+    secretKeyId: secret.key_id,
+    publishableKey: publishable.key,
+  };
 }

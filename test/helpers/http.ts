@@ -16,7 +16,12 @@ export interface RequestOptions {
 }
 
 /** Calls the app over real HTTP. */
-export async function call(baseUrl: string, method: string, path: string, opts: RequestOptions = {}): Promise<TestResponse> {
+export async function call(
+  baseUrl: string,
+  method: string,
+  path: string,
+  opts: RequestOptions = {},
+): Promise<TestResponse> {
   const headers: Record<string, string> = { ...opts.headers };
   if (opts.key !== undefined) headers.authorization = `Bearer ${opts.key}`;
   if (opts.idempotencyKey !== undefined) headers['idempotency-key'] = opts.idempotencyKey;

@@ -14,13 +14,14 @@ describe('GET /partner/v1/health', () => {
     expect(res.body).toEqual({ status: 'ok', api: 'partner', version: 'v1', currency: 'IQD' });
   });
 
-  it.each(['Bearer nonsense', 'Basic Zm9vOmJhcg==', 'Bearer svc_sk_live_aaaaaaaaaaaa_bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb'])(
-    'answers 200 whatever Authorization is sent (%s)',
-    async (authorization) => {
-      const res = await call(stack.baseUrl, 'GET', '/partner/v1/health', { headers: { authorization } });
-      expect(res.status).toBe(200);
-    },
-  );
+  it.each([
+    'Bearer nonsense',
+    'Basic Zm9vOmJhcg==',
+    'Bearer svc_sk_live_aaaaaaaaaaaa_bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb',
+  ])('answers 200 whatever Authorization is sent (%s)', async (authorization) => {
+    const res = await call(stack.baseUrl, 'GET', '/partner/v1/health', { headers: { authorization } });
+    expect(res.status).toBe(200);
+  });
 });
 
 describe('unknown routes and methods', () => {
@@ -41,7 +42,12 @@ describe('unknown routes and methods', () => {
     const res = await call(stack.baseUrl, 'GET', '/v1/nope');
     expect(res.status).toBe(404);
     expect(res.body).toEqual({
-      error: { code: 'not_found', message: expect.any(String), details: [], request_id: expect.stringMatching(/^req_/) },
+      error: {
+        code: 'not_found',
+        message: expect.any(String),
+        details: [],
+        request_id: expect.stringMatching(/^req_/),
+      },
     });
     expect(res.headers.get('x-request-id')).toBe(res.body.error.request_id);
   });

@@ -17,14 +17,22 @@ async function until(check: () => Promise<boolean>, what: string): Promise<void>
   throw new Error(`timed out waiting for ${what}`);
 }
 
-const exists = async (table: string, where: Record<string, unknown>) => (await stack.db(table).where(where).first()) !== undefined;
+const exists = async (table: string, where: Record<string, unknown>) =>
+  (await stack.db(table).where(where).first()) !== undefined;
 
 it('purges idempotency records and rate-limit windows once they are 24 hours old, sweeping hourly', async () => {
   const now = Date.now();
   const scope = `janitor-test-${now}`;
   await stack.db('idempotency_records').insert([
     { scope, key: 'old', route: 'r', body_hash: 'h', state: 'done', created_at: new Date(now - 25 * HOUR) },
-    { scope, key: 'young', route: 'r', body_hash: 'h', state: 'done', created_at: new Date(now - 23 * HOUR - 30 * 60 * 1000) },
+    {
+      scope,
+      key: 'young',
+      route: 'r',
+      body_hash: 'h',
+      state: 'done',
+      created_at: new Date(now - 23 * HOUR - 30 * 60 * 1000),
+    },
   ]);
   await stack.db('rate_limit_windows').insert([
     { bucket: scope, window_start: new Date(now - 25 * HOUR), count: 3 },

@@ -31,7 +31,8 @@ function probeRouter(deps: Stack['deps']): Router {
       ...partnerChain(chain, { scope: 'catalog:write', idempotent: route, rateLimited: route }),
       async (ctx) => {
         const body = ctx.request.body as { items?: unknown[]; tag?: string; delay_ms?: number; crash?: boolean };
-        if (!Array.isArray(body?.items)) throw ApiError.validation('items is required.', [{ field: 'items', issue: 'missing' }]);
+        if (!Array.isArray(body?.items))
+          throw ApiError.validation('items is required.', [{ field: 'items', issue: 'missing' }]);
         const tag = body.tag ?? 'untagged';
         executions.set(tag, (executions.get(tag) ?? 0) + 1);
         if (body.delay_ms) await new Promise((r) => setTimeout(r, body.delay_ms));
@@ -53,7 +54,11 @@ function probeApp(deps: Stack['deps']): Koa {
 beforeAll(async () => {
   stack = await startStack();
   probe = await listen(probeApp(stack.deps));
-  const liveSettings = loadSettings({ ...process.env, DATABASE_URL: stack.settings.DATABASE_URL, PARTNER_ENVIRONMENT: 'live' });
+  const liveSettings = loadSettings({
+    ...process.env,
+    DATABASE_URL: stack.settings.DATABASE_URL,
+    PARTNER_ENVIRONMENT: 'live',
+  });
   liveProbe = await listen(probeApp({ ...stack.deps, settings: liveSettings }));
 });
 afterAll(async () => {
@@ -62,9 +67,15 @@ afterAll(async () => {
   await stack.stop();
 });
 
-const get = (key?: string, headers: Record<string, string> = {}) => call(probe.baseUrl, 'GET', '/partner/v1/probe', { key, headers });
-const post = (route: string, key: string, idempotencyKey: string | undefined, body: unknown, headers: Record<string, string> = {}) =>
-  call(probe.baseUrl, 'POST', `/partner/v1/${route}`, { key, idempotencyKey, body, headers });
+const get = (key?: string, headers: Record<string, string> = {}) =>
+  call(probe.baseUrl, 'GET', '/partner/v1/probe', { key, headers });
+const post = (
+  route: string,
+  key: string,
+  idempotencyKey: string | undefined,
+  body: unknown,
+  headers: Record<string, string> = {},
+) => call(probe.baseUrl, 'POST', `/partner/v1/${route}`, { key, idempotencyKey, body, headers });
 const tag = () => `t${Math.random().toString(36).slice(2)}`;
 
 describe('Partner keys', () => {
@@ -93,7 +104,9 @@ describe('Partner keys', () => {
     ['a dashboard login token', 'Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig'],
   ])('refuses %s with 401 invalid_api_key', async (_label, authorization) => {
     const seller = await buildSeller(stack.db);
-    const headers: Record<string, string> = authorization ? { authorization: authorization.replace('KEY', seller.key) } : {};
+    const headers: Record<string, string> = authorization
+      ? { authorization: authorization.replace('KEY', seller.key) }
+      : {};
     const res = await get(undefined, headers);
     expect(res.status).toBe(401);
     expect(res.body.error.code).toBe('invalid_api_key');
@@ -196,7 +209,11 @@ describe('Partner error envelope and request ids', () => {
   it('refuses a body over 100 KB with 413 in the framework shape', async () => {
     const seller = await buildSeller(stack.db);
     const big = JSON.stringify({ items: ['x'.repeat(100 * 1024)] });
-    const res = await call(probe.baseUrl, 'POST', '/partner/v1/bulk-a', { key: seller.key, idempotencyKey: tag(), rawBody: big });
+    const res = await call(probe.baseUrl, 'POST', '/partner/v1/bulk-a', {
+      key: seller.key,
+      idempotencyKey: tag(),
+      rawBody: big,
+    });
     expect(res.status).toBe(413);
     expect(res.body).toEqual({ message: expect.any(String), type: 'entity.too.large' });
   });
@@ -253,7 +270,11 @@ describe('Partner idempotency', () => {
     const t = tag();
     await post('bulk-a', seller.key, t, { items: [{ a: 1, b: 2 }], tag: t });
     const reordered = `{ "tag" : "${t}",\n  "items": [ { "b": 2, "a": 1 } ] }`;
-    const res = await call(probe.baseUrl, 'POST', '/partner/v1/bulk-a', { key: seller.key, idempotencyKey: t, rawBody: reordered });
+    const res = await call(probe.baseUrl, 'POST', '/partner/v1/bulk-a', {
+      key: seller.key,
+      idempotencyKey: t,
+      rawBody: reordered,
+    });
     expect(res.headers.get('idempotent-replayed')).toBe('true');
     expect(executions.get(t)).toBe(1);
   });
@@ -298,7 +319,10 @@ describe('Partner idempotency', () => {
     expect(statuses.filter((s) => s === 200).length).toBeGreaterThanOrEqual(1);
     for (const r of responses) {
       if (r.status === 409) expect(r.body.error.code).toBe('idempotency_key_in_progress');
-      else expect(r.body).toEqual(responses.find((x) => x.status === 200 && x.headers.get('idempotent-replayed') === null)!.body);
+      else
+        expect(r.body).toEqual(
+          responses.find((x) => x.status === 200 && x.headers.get('idempotent-replayed') === null)!.body,
+        );
     }
     expect(responses.filter((r) => r.status === 200 && r.headers.get('idempotent-replayed') === null)).toHaveLength(1);
   });

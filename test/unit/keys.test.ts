@@ -46,7 +46,10 @@ describe('bearer', () => {
 
 describe('parseScopes', () => {
   it('splits, trims and de-duplicates known scopes, and names an unknown one', () => {
-    expect(parseScopes(' catalog:read,orders:read,catalog:read ', partnerScopes)).toEqual(['catalog:read', 'orders:read']);
+    expect(parseScopes(' catalog:read,orders:read,catalog:read ', partnerScopes)).toEqual([
+      'catalog:read',
+      'orders:read',
+    ]);
     expect(() => parseScopes('catalog:read,catalog:delete', partnerScopes)).toThrow('catalog:delete');
   });
 });

@@ -45,7 +45,12 @@ describe('loadSettings', () => {
   });
 
   it('parses the webhook allow-list and names every bad setting', () => {
-    expect(loadSettings({ WEBHOOK_ALLOWED_HOSTS: ' Hooks.Local , a.test,' }).WEBHOOK_ALLOWED_HOSTS).toEqual(['hooks.local', 'a.test']);
-    expect(() => loadSettings({ PARTNER_ENVIRONMENT: 'prod', PORT: 'x' })).toThrow(/PARTNER_ENVIRONMENT[\s\S]*PORT|PORT[\s\S]*PARTNER_ENVIRONMENT/);
+    expect(loadSettings({ WEBHOOK_ALLOWED_HOSTS: ' Hooks.Local , a.test,' }).WEBHOOK_ALLOWED_HOSTS).toEqual([
+      'hooks.local',
+      'a.test',
+    ]);
+    expect(() => loadSettings({ PARTNER_ENVIRONMENT: 'prod', PORT: 'x' })).toThrow(
+      /PARTNER_ENVIRONMENT[\s\S]*PORT|PORT[\s\S]*PARTNER_ENVIRONMENT/,
+    );
   });
 });
