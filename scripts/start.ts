@@ -1,0 +1,222 @@
+import { join, relative, resolve } from 'node:path';
+import { loadSettings, requireDatabaseUrl, type Settings } from '../src/config';
+import { createDb, migrateLatest, type Db } from '../src/db/knex';
+import { createDemo } from '../src/ops/demo';
+import { startEmbeddedPg } from './embedded-pg';
+import { assertPortFree, repoRoot, startChild, stopAll, waitFor, type Child } from './processes';
+import { startTemporalDevServer } from './temporal-dev-server';
+import { findTemporalCli } from './toolchain';
+
+/**
+ * `npm start`: the whole service on one machine. Embedded Postgres unless DATABASE_URL is set, a
+ * Temporal dev server unless TEMPORAL_ADDRESS is set, migrations, demo data on the first run, then
+ * the worker and the API. Ctrl-C stops everything in reverse order and exits 0.
+ */
+
+const DEFAULT_EMBEDDED_PG_PORT = 5433;
+const DEFAULT_TEMPORAL_PORT = 7233;
+const DEFAULT_TEMPORAL_UI_PORT = 8233;
+const APP_DATABASE = 'svc';
+/** Generous: a loaded two-core machine can take tens of seconds to start each piece. */
+const STARTUP_TIMEOUT_MS = 120_000;
+
+/** Ports `npm start` binds, each overridable by env so a clash has a clear way out. */
+interface Ports {
+  postgres: number;
+  temporal: number;
+  temporalUi: number;
+}
+
+let stopping = false;
+
+/** Stops every child (API and worker, then Temporal, then Postgres) and exits with `code`; runs once. */
+async function shutdown(code: number, reason?: string): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  if (reason) process.stderr.write(`\n${reason}\n`);
+  process.stdout.write('Stopping...\n');
+  await stopAll();
+  process.stdout.write('Stopped.\n');
+  process.exit(code);
+}
+
+/** Ends the whole stack when `child` exits on its own. */
+function superviseChild(child: Child): void {
+  void child.exited.then(() => shutdown(1, `${child.report()} Stopping everything.`));
+}
+
+/** Reads the ports to use from env, with the defaults above. */
+function readPorts(): Ports {
+  const port = (name: string, fallback: number) => {
+    const value = Number(process.env[name] ?? fallback);
+    if (!Number.isInteger(value) || value < 1 || value > 65535) throw new Error(`${name} must be a TCP port number.`);
+    return value;
+  };
+  return {
+    postgres: port('EMBEDDED_PG_PORT', DEFAULT_EMBEDDED_PG_PORT),
+    temporal: port('TEMPORAL_DEV_PORT', DEFAULT_TEMPORAL_PORT),
+    temporalUi: port('TEMPORAL_UI_PORT', DEFAULT_TEMPORAL_UI_PORT),
+  };
+}
+
+/** Fails early, naming the setting to change, when a port we are about to bind is taken. */
+async function checkPorts(settings: Settings, ports: Ports): Promise<void> {
+  const another = 'Is another `npm start` running?';
+  if (!settings.DATABASE_URL) {
+    await assertPortFree(
+      ports.postgres,
+      '127.0.0.1',
+      'embedded Postgres',
+      `${another} Or set EMBEDDED_PG_PORT or DATABASE_URL.`,
+    );
+  }
+  if (!settings.TEMPORAL_ADDRESS) {
+    await assertPortFree(
+      ports.temporal,
+      '127.0.0.1',
+      'Temporal dev server',
+      `${another} Or set TEMPORAL_DEV_PORT or TEMPORAL_ADDRESS.`,
+    );
+    await assertPortFree(ports.temporalUi, '127.0.0.1', 'Temporal Web UI', `${another} Or set TEMPORAL_UI_PORT.`);
+  }
+  await assertPortFree(settings.PORT, settings.HOST, 'API', `${another} Or set PORT.`);
+}
+
+/** Starts embedded Postgres in DATA_DIR/pg and returns the URL of the app database. */
+async function startPostgres(dataDir: string, port: number): Promise<string> {
+  const pg = await startEmbeddedPg({
+    dataDir: join(dataDir, 'pg'),
+    port,
+    durable: true,
+    timeoutMs: STARTUP_TIMEOUT_MS,
+  });
+  superviseChild(pg.child);
+  await pg.ensureDatabase(APP_DATABASE);
+  return pg.url(APP_DATABASE);
+}
+
+/** Starts the Temporal dev server with its state in DATA_DIR/temporal.db and returns its address. */
+async function startTemporal(dataDir: string, ports: Ports, namespace: string): Promise<string> {
+  const server = await startTemporalDevServer({
+    cli: findTemporalCli(),
+    port: ports.temporal,
+    uiPort: ports.temporalUi,
+    dbFile: join(dataDir, 'temporal.db'),
+    namespace,
+    logFile: join(dataDir, 'temporal.log'),
+    timeoutMs: STARTUP_TIMEOUT_MS,
+  });
+  superviseChild(server.child);
+  return server.address;
+}
+
+/** Applies migrations and, when the database has no sellers and no merchants, creates the demo data. */
+async function prepareDatabase(settings: Settings, databaseUrl: string): Promise<void> {
+  const db = createDb(databaseUrl, 2);
+  try {
+    const applied = await migrateLatest(db);
+    process.stdout.write(
+      applied.length ? `Applied ${applied.length} migration(s).\n` : 'Database schema is up to date.\n',
+    );
+    if (await isEmpty(db)) printDemo(await createDemo(db, settings));
+  } finally {
+    await db.destroy();
+  }
+}
+
+/** True on a first run: no seller and no merchant yet. */
+async function isEmpty(db: Db): Promise<boolean> {
+  const seller = await db('sellers').first('id');
+  const merchant = await db('merchants').first('id');
+  return !seller && !merchant;
+}
+
+/** Prints the demo data, which includes keys that are shown only this once. */
+function printDemo(demo: unknown): void {
+  process.stdout.write(
+    '\nFirst run: created demo data. Keep the keys; they are shown only now ' +
+      '(`npm run -s ops -- demo` makes another set):\n' +
+      `${JSON.stringify(demo, null, 2)}\n\n`,
+  );
+}
+
+/** Starts a TypeScript entry point of the service with `env`. */
+function startService(name: string, entry: string, env: NodeJS.ProcessEnv): Child {
+  const child = startChild(name, process.execPath, ['--import', 'tsx', entry], {
+    cwd: repoRoot,
+    env,
+    stdio: 'inherit',
+  });
+  superviseChild(child);
+  return child;
+}
+
+/** True when the API's health route answers 200. */
+async function healthy(url: string): Promise<boolean> {
+  const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
+  return res.status === 200;
+}
+
+/** `path` relative to the repository when inside it, else absolute. */
+function displayPath(path: string): string {
+  const rel = relative(repoRoot, path);
+  return rel.startsWith('..') ? path : rel;
+}
+
+/** The URL with any password replaced, safe to print. */
+function redact(url: string): string {
+  const parsed = new URL(url);
+  if (parsed.password) parsed.password = '***';
+  return parsed.toString();
+}
+
+/** Treats `NAME=` (empty) like unset for the settings that switch embedded services on. */
+function withoutEmptySwitches(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const copy = { ...env };
+  for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS']) if (copy[name] === '') delete copy[name];
+  return copy;
+}
+
+async function main(): Promise<void> {
+  process.on('SIGINT', () => void shutdown(0));
+  process.on('SIGTERM', () => void shutdown(0));
+  const env = withoutEmptySwitches(process.env);
+  const settings = loadSettings(env);
+  const ports = readPorts();
+  const dataDir = resolve(repoRoot, settings.DATA_DIR);
+  await checkPorts(settings, ports);
+
+  const embeddedPg = !settings.DATABASE_URL;
+  const embeddedTemporal = !settings.TEMPORAL_ADDRESS;
+  if (embeddedPg) env.DATABASE_URL = await startPostgres(dataDir, ports.postgres);
+  if (embeddedTemporal) env.TEMPORAL_ADDRESS = await startTemporal(dataDir, ports, settings.TEMPORAL_NAMESPACE);
+  const runSettings = loadSettings(env);
+  const databaseUrl = requireDatabaseUrl(runSettings);
+  await prepareDatabase(runSettings, databaseUrl);
+
+  const worker = startService('worker', 'src/main/worker.ts', env);
+  const api = startService('API', 'src/main/api.ts', env);
+  const probeHost = ['0.0.0.0', '::'].includes(settings.HOST) ? '127.0.0.1' : settings.HOST;
+  const healthUrl = `http://${probeHost}:${settings.PORT}/partner/v1/health`;
+  await waitFor(`the API at ${healthUrl}`, () => healthy(healthUrl), {
+    timeoutMs: STARTUP_TIMEOUT_MS,
+    watched: [api, worker],
+  });
+
+  const lines = [
+    '',
+    `API:          http://localhost:${settings.PORT}  (health: http://localhost:${settings.PORT}/partner/v1/health)`,
+    embeddedTemporal
+      ? `Temporal UI:  http://localhost:${ports.temporalUi}  (server ${env.TEMPORAL_ADDRESS}, log ${displayPath(join(dataDir, 'temporal.log'))})`
+      : `Temporal:     ${env.TEMPORAL_ADDRESS}, namespace ${settings.TEMPORAL_NAMESPACE} (external)`,
+    `Database:     ${redact(databaseUrl)}${embeddedPg ? `  (embedded, data in ${displayPath(join(dataDir, 'pg'))})` : ''}`,
+    `Ops CLI:      DATABASE_URL=${redact(databaseUrl)} TEMPORAL_ADDRESS=${env.TEMPORAL_ADDRESS} npm run -s ops -- <group> <command>`,
+    'ready: press Ctrl-C to stop',
+    '',
+  ];
+  process.stdout.write(lines.join('\n'));
+}
+
+main().catch((err: unknown) => {
+  void shutdown(1, `npm start failed: ${err instanceof Error ? err.message : String(err)}`);
+});

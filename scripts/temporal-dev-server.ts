@@ -1,0 +1,73 @@
+import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { Connection } from '@temporalio/client';
+import { Child, startChild, waitFor } from './processes';
+
+export interface TemporalDevServerOptions {
+  /** The `temporal` CLI binary. */
+  cli: string;
+  port: number;
+  uiPort: number;
+  /** SQLite file that keeps workflows across restarts. */
+  dbFile: string;
+  namespace: string;
+  /** Where the server's output goes (it is noisy on shutdown). */
+  logFile: string;
+  timeoutMs: number;
+}
+
+export interface TemporalDevServer {
+  readonly child: Child;
+  /** host:port of the frontend, for TEMPORAL_ADDRESS. */
+  readonly address: string;
+  readonly uiUrl: string;
+}
+
+const HOST = '127.0.0.1';
+
+/** Starts `temporal server start-dev` on loopback and waits until the namespace and the Web UI answer. */
+export async function startTemporalDevServer(options: TemporalDevServerOptions): Promise<TemporalDevServer> {
+  mkdirSync(dirname(options.dbFile), { recursive: true });
+  const log = openSync(options.logFile, 'a');
+  const flags = {
+    '--ip': HOST,
+    '--port': String(options.port),
+    '--ui-port': String(options.uiPort),
+    '--db-filename': options.dbFile,
+    '--namespace': options.namespace,
+    '--log-level': 'warn',
+  };
+  const args = ['server', 'start-dev', ...Object.entries(flags).flat()];
+  const child = startChild(
+    'Temporal dev server',
+    options.cli,
+    args,
+    { stdio: ['ignore', log, log] },
+    { logFile: options.logFile },
+  );
+  closeSync(log);
+
+  const address = `${HOST}:${options.port}`;
+  const uiUrl = `http://localhost:${options.uiPort}`;
+  const wait = { timeoutMs: options.timeoutMs, watched: [child], intervalMs: 500 };
+  await waitFor(`Temporal frontend at ${address}`, () => namespaceAnswers(address, options.namespace), wait);
+  await waitFor(`Temporal Web UI at ${uiUrl}`, () => httpAnswers(`http://${HOST}:${options.uiPort}/`), wait);
+  return { child, address, uiUrl };
+}
+
+/** True when the frontend at `address` describes `namespace`. */
+async function namespaceAnswers(address: string, namespace: string): Promise<boolean> {
+  const connection = await Connection.connect({ address, connectTimeout: '2s' });
+  try {
+    await connection.workflowService.describeNamespace({ namespace });
+    return true;
+  } finally {
+    await connection.close();
+  }
+}
+
+/** True when `url` answers a GET without a server error. */
+async function httpAnswers(url: string): Promise<boolean> {
+  const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
+  return res.status < 500;
+}

@@ -1,0 +1,131 @@
+import { readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { startEmbeddedPg, type EmbeddedPg } from './embedded-pg';
+import { freePort, repoRoot, startChild, stopAll, type Child } from './processes';
+import { findTestServer } from './toolchain';
+
+/**
+ * `npm test`: runs the checks below in order, all of them, against embedded Postgres unless
+ * DATABASE_URL is set. Extra arguments go to jest (`npm test -- test/unit`). Exits 0 when every
+ * check passes, else with the exit code of the last check that failed (jest's, when it fails).
+ */
+
+interface Check {
+  name: string;
+  /** An executable in node_modules/.bin. */
+  bin: string;
+  args: string[];
+  /** A closing line for CI logs, such as `jest: 90 passed, 1 failed, 0 skipped`. */
+  summary?: () => string | undefined;
+}
+
+/** The checks, in order; add new ones (lint, format) here. */
+function checks(jestArgs: string[]): Check[] {
+  const jestResults = join(repoRoot, '.data', `jest-results-${process.pid}.json`);
+  return [
+    { name: 'typecheck', bin: 'tsc', args: ['--noEmit', '-p', '.'] },
+    {
+      name: 'jest',
+      bin: 'jest',
+      args: [...jestArgs, '--json', `--outputFile=${jestResults}`],
+      summary: () => jestSummary(jestResults),
+    },
+  ];
+}
+
+/** `jest: N passed, N failed, N skipped` from jest's JSON results (deleted after reading). */
+function jestSummary(resultsFile: string): string | undefined {
+  try {
+    const r = JSON.parse(readFileSync(resultsFile, 'utf8')) as Record<string, number>;
+    return `jest: ${r.numPassedTests} passed, ${r.numFailedTests} failed, ${r.numPendingTests + r.numTodoTests} skipped`;
+  } catch {
+    return undefined;
+  } finally {
+    rmSync(resultsFile, { force: true });
+  }
+}
+
+const PG_TIMEOUT_MS = 120_000;
+
+let interrupted = false;
+let running: Child | undefined;
+
+/** Forwards a stop request to the running check and skips the rest. */
+function interrupt(signal: NodeJS.Signals): void {
+  interrupted = true;
+  running?.signal(signal);
+}
+
+/** Runs one check with inherited output (same process group, so a terminal Ctrl-C reaches it) and returns its exit code. */
+async function runCheck(check: Check, env: NodeJS.ProcessEnv): Promise<number> {
+  process.stdout.write(`\n=== ${check.name}: ${[check.bin, ...check.args].join(' ')}\n`);
+  const started = Date.now();
+  running = startChild(check.name, join(repoRoot, 'node_modules', '.bin', check.bin), check.args, {
+    cwd: repoRoot,
+    env,
+    stdio: 'inherit',
+    detached: false,
+  });
+  const info = await running.exited;
+  running = undefined;
+  const code = info.code ?? 1;
+  const seconds = ((Date.now() - started) / 1000).toFixed(1);
+  process.stdout.write(`=== ${check.name}: ${code === 0 ? 'passed' : `failed (exit ${code})`} in ${seconds}s\n`);
+  return code;
+}
+
+/** Starts a throwaway Postgres for this run in .data/test-pg-<pid>. */
+async function startTestPostgres(): Promise<{ pg: EmbeddedPg; dataDir: string }> {
+  const dataDir = join(repoRoot, '.data', `test-pg-${process.pid}`);
+  try {
+    const pg = await startEmbeddedPg({ dataDir, port: await freePort(), durable: false, timeoutMs: PG_TIMEOUT_MS });
+    return { pg, dataDir };
+  } catch (err) {
+    await stopAll();
+    removeDir(dataDir);
+    throw err;
+  }
+}
+
+/** Deletes a test cluster's data directory and log. */
+function removeDir(dataDir: string): void {
+  rmSync(dataDir, { recursive: true, force: true });
+  rmSync(`${dataDir}.log`, { force: true });
+}
+
+/** Stops the throwaway Postgres and deletes its data and log. */
+async function removeTestPostgres(testPg: { pg: EmbeddedPg; dataDir: string }): Promise<void> {
+  await testPg.pg.stop();
+  removeDir(testPg.dataDir);
+}
+
+async function main(): Promise<number> {
+  process.on('SIGINT', () => interrupt('SIGINT'));
+  process.on('SIGTERM', () => interrupt('SIGTERM'));
+  const env: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_TEST_SERVER_PATH: findTestServer() };
+  const testPg = env.DATABASE_URL ? undefined : await startTestPostgres();
+  if (testPg) env.DATABASE_URL = testPg.pg.url('postgres');
+  const summaries: string[] = [];
+  let exitCode = 0;
+  try {
+    for (const check of checks(process.argv.slice(2))) {
+      if (interrupted) break;
+      const code = await runCheck(check, env);
+      if (code !== 0) exitCode = code;
+      const summary = check.summary?.();
+      if (summary) summaries.push(summary);
+    }
+  } finally {
+    if (testPg) await removeTestPostgres(testPg);
+  }
+  process.stdout.write(summaries.map((line) => `${line}\n`).join(''));
+  return interrupted ? 130 : exitCode;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`npm test failed: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  },
+);
