@@ -6,7 +6,9 @@
  *
  * The script runs as `node --import tsx`, not through the tsx CLI: the CLI kills its child with
  * SIGKILL when the child does not acknowledge a forwarded signal within 30 ms, which a busy
- * process on a slow machine can miss, leaving Postgres and Temporal orphaned.
+ * process on a slow machine can miss, leaving Postgres and Temporal orphaned. package.json starts
+ * this file with `exec`: otherwise npm's intermediate shell dies on Ctrl-C at once, and npm exits
+ * 130 while we are still stopping the children.
  */
 const { spawn, spawnSync } = require('node:child_process');
 const fs = require('node:fs');
