@@ -2,7 +2,7 @@ import type { Db } from '../db/knex';
 import { ApiError, ErrorDetail } from '../http/errors';
 import { newId } from '../lib/ids';
 import { log } from '../lib/log';
-import { isObject } from './rows';
+import { isObject, storable } from './rows';
 
 export const adjustmentCategories = ['damaged', 'external_sale', 'correction', 'received'] as const;
 export type AdjustmentCategory = (typeof adjustmentCategories)[number];
@@ -24,49 +24,71 @@ export interface AdjustmentRowOut {
   stocked_quantity: number;
 }
 
+/** Deltas are stored as 32-bit integers; a larger one is refused as invalid rather than failing the write. */
+const MAX_ABS_DELTA = 2_147_483_647;
+
+/** `missing` when absent, null or blank; `invalid` when present but not a usable string; null when fine. */
+function textIssue(value: unknown): 'missing' | 'invalid' | null {
+  if (value === undefined || value === null || (typeof value === 'string' && value.trim() === '')) return 'missing';
+  return typeof value === 'string' && storable(value) ? null : 'invalid';
+}
+
 /** Validates the whole body, listing every problem; throws `400 validation_error` when there are any. */
 export function readAdjustment(body: unknown): AdjustmentIn {
   const b = isObject(body) ? body : {};
   const details: ErrorDetail[] = [];
-  if (typeof b.reason !== 'string' || b.reason.trim() === '') details.push({ field: 'reason', issue: 'missing' });
+  const reasonIssue = textIssue(b.reason);
+  if (reasonIssue) details.push({ field: 'reason', issue: reasonIssue });
   if (!adjustmentCategories.includes(b.category as AdjustmentCategory)) {
-    details.push({ field: 'category', issue: b.category === undefined ? 'missing' : 'invalid' });
+    details.push({ field: 'category', issue: b.category === undefined || b.category === null ? 'missing' : 'invalid' });
   }
-  if (b.unit_value !== undefined) {
+  // unit_value is money: a whole number of dinars, more than 0; null counts as not sent.
+  const unitValue = b.unit_value ?? undefined;
+  if (unitValue !== undefined) {
     if (b.category !== 'external_sale') details.push({ field: 'unit_value', issue: 'not_applicable' });
-    else if (typeof b.unit_value !== 'number' || !Number.isFinite(b.unit_value) || b.unit_value <= 0) {
+    else if (typeof unitValue !== 'number' || !Number.isSafeInteger(unitValue) || unitValue <= 0) {
       details.push({ field: 'unit_value', issue: 'invalid' });
     }
   }
   const items: AdjustmentIn['items'] = [];
-  if (b.items === undefined) details.push({ field: 'items', issue: 'missing' });
+  if (b.items === undefined || b.items === null) details.push({ field: 'items', issue: 'missing' });
   else if (!Array.isArray(b.items)) details.push({ field: 'items', issue: 'invalid' });
   else if (b.items.length === 0) details.push({ field: 'items', issue: 'empty' });
   else if (b.items.length > MAX_ADJUSTMENT_ROWS) details.push({ field: 'items', issue: 'too_many' });
   else {
     const seen = new Set<string>();
     b.items.forEach((raw, i) => {
-      const item = isObject(raw) ? raw : {};
-      const sku = typeof item.external_sku === 'string' && item.external_sku.trim() !== '' ? item.external_sku : null;
-      if (sku === null) details.push({ field: `items[${i}].external_sku`, issue: 'missing' });
-      else if (seen.has(sku)) details.push({ field: `items[${i}].external_sku`, issue: 'duplicate_variant' });
-      else seen.add(sku);
-      const delta = item.delta;
-      const deltaOk = typeof delta === 'number' && Number.isSafeInteger(delta) && delta !== 0;
-      if (!deltaOk) details.push({ field: `items[${i}].delta`, issue: delta === undefined ? 'missing' : 'invalid' });
-      if (item.location_id !== undefined && (typeof item.location_id !== 'string' || item.location_id === '')) {
+      if (!isObject(raw)) {
+        details.push({ field: `items[${i}]`, issue: 'invalid' });
+        return;
+      }
+      const skuIssue = textIssue(raw.external_sku);
+      const sku = skuIssue === null ? (raw.external_sku as string) : null;
+      if (skuIssue) details.push({ field: `items[${i}].external_sku`, issue: skuIssue });
+      else if (seen.has(sku!)) details.push({ field: `items[${i}].external_sku`, issue: 'duplicate_variant' });
+      else seen.add(sku!);
+      const delta = raw.delta;
+      const deltaOk =
+        typeof delta === 'number' && Number.isSafeInteger(delta) && delta !== 0 && Math.abs(delta) <= MAX_ABS_DELTA;
+      if (!deltaOk) {
+        details.push({
+          field: `items[${i}].delta`,
+          issue: delta === undefined || delta === null ? 'missing' : 'invalid',
+        });
+      }
+      const location = raw.location_id ?? undefined;
+      if (location !== undefined && textIssue(location) !== null) {
         details.push({ field: `items[${i}].location_id`, issue: 'invalid' });
       }
-      if (sku !== null && deltaOk) {
-        items.push({ sku, delta: delta as number, locationId: item.location_id as string | undefined });
-      }
+      if (sku !== null && deltaOk)
+        items.push({ sku, delta: delta as number, locationId: location as string | undefined });
     });
   }
   if (details.length > 0) throw ApiError.validation('The adjustment request is invalid.', details);
   return {
     reason: b.reason as string,
     category: b.category as AdjustmentCategory,
-    unitValue: b.unit_value as number | undefined,
+    unitValue: unitValue as number | undefined,
     items,
   };
 }
@@ -80,7 +102,10 @@ interface Resolved {
   unitCost: number | null;
 }
 
-/** Resolves SKUs and locations to the seller's rows; an unknown one refuses the whole request (404). */
+/**
+ * Resolves SKUs and locations to the seller's rows: an unknown one refuses the whole request (404);
+ * then a row without a location when the seller has none refuses it (422).
+ */
 async function resolve(db: Db, sellerId: string, input: AdjustmentIn): Promise<Resolved[]> {
   const [variants, locations] = await Promise.all([
     db.raw(
@@ -90,18 +115,27 @@ async function resolve(db: Db, sellerId: string, input: AdjustmentIn): Promise<R
     ),
     db('stock_locations').where({ seller_id: sellerId }).orderBy('position').select('id'),
   ]);
-  const bySku = new Map<string, { id: string; unit_cost: number | null }>(variants.rows.map((v: { sku: string }) => [v.sku, v]));
+  const bySku = new Map<string, { id: string; unit_cost: number | null }>(
+    variants.rows.map((v: { sku: string }) => [v.sku, v]),
+  );
   const locationIds = new Set<string>(locations.map((l: { id: string }) => l.id));
-  const primary: string | undefined = locations[0]?.id;
-  return input.items.map((item, index) => {
-    const variant = bySku.get(item.sku);
-    if (!variant) throw ApiError.notFound('inventory_item_not_found', `No inventory item has SKU ${item.sku}.`);
+  for (const item of input.items) {
+    if (!bySku.has(item.sku))
+      throw ApiError.notFound('inventory_item_not_found', `No inventory item has SKU ${item.sku}.`);
     if (item.locationId !== undefined && !locationIds.has(item.locationId)) {
       throw ApiError.notFound('inventory_item_not_found', `${item.locationId} is not one of your stock locations.`);
     }
+  }
+  const primary: string | undefined = locations[0]?.id;
+  return input.items.map((item, index) => {
+    const variant = bySku.get(item.sku)!;
     const locationId = item.locationId ?? primary;
     if (locationId === undefined) {
-      throw ApiError.validation('The seller has no stock location configured.', [{ field: `items[${index}].location_id`, issue: 'missing' }], 422);
+      throw ApiError.validation(
+        'The seller has no stock location configured.',
+        [{ field: `items[${index}].location_id`, issue: 'missing' }],
+        422,
+      );
     }
     return { index, sku: item.sku, delta: item.delta, variantId: variant.id, locationId, unitCost: variant.unit_cost };
   });
@@ -131,7 +165,10 @@ export async function applyAdjustments(
       [pairs.map((p) => p.variantId), pairs.map((p) => p.locationId)],
     );
     const levels = new Map<string, number>(
-      locked.rows.map((r: { variant_id: string; location_id: string; level: string }) => [`${r.variant_id}/${r.location_id}`, Number(r.level)]),
+      locked.rows.map((r: { variant_id: string; location_id: string; level: string }) => [
+        `${r.variant_id}/${r.location_id}`,
+        Number(r.level),
+      ]),
     );
     const negative = rows.filter((r) => levels.get(`${r.variantId}/${r.locationId}`)! + r.delta < 0);
     if (negative.length > 0) {
@@ -166,7 +203,9 @@ export async function applyAdjustments(
         WHERE variant_id = ANY(?) GROUP BY variant_id`,
       [rows.map((r) => r.variantId)],
     );
-    const stocked = new Map<string, number>(totals.rows.map((t: { variant_id: string; stocked: number }) => [t.variant_id, Number(t.stocked)]));
+    const stocked = new Map<string, number>(
+      totals.rows.map((t: { variant_id: string; stocked: number }) => [t.variant_id, Number(t.stocked)]),
+    );
     return rows.map((r, i) => ({
       adjustment_id: audit[i].id,
       external_sku: r.sku,
@@ -181,11 +220,22 @@ export async function applyAdjustments(
 }
 
 /** Posts outside-sale revenue, cost of goods and damage write-offs; best-effort, never fails the adjustment. */
-async function bookkeeping(db: Db, sellerId: string, input: AdjustmentIn, rows: Resolved[], out: AdjustmentRowOut[]): Promise<void> {
+async function bookkeeping(
+  db: Db,
+  sellerId: string,
+  input: AdjustmentIn,
+  rows: Resolved[],
+  out: AdjustmentRowOut[],
+): Promise<void> {
   const entries = rows.flatMap((r, i) => {
     if (r.delta >= 0) return [];
     const units = -r.delta;
-    const base = { seller_id: sellerId, external_sku: r.sku, variant_id: r.variantId, adjustment_id: out[i].adjustment_id };
+    const base = {
+      seller_id: sellerId,
+      external_sku: r.sku,
+      variant_id: r.variantId,
+      adjustment_id: out[i].adjustment_id,
+    };
     if (input.category === 'external_sale' && input.unitValue !== undefined) {
       return [
         { ...base, kind: 'external_sale_revenue', amount: Math.round(units * input.unitValue) },
@@ -201,6 +251,9 @@ async function bookkeeping(db: Db, sellerId: string, input: AdjustmentIn, rows: 
   try {
     await db('seller_ledger_entries').insert(entries).onConflict(['adjustment_id', 'kind']).ignore();
   } catch (err) {
-    log.error('seller ledger posting failed', { seller_id: sellerId, error: err instanceof Error ? err.message : String(err) });
+    log.error('seller ledger posting failed', {
+      seller_id: sellerId,
+      error: err instanceof Error ? err.message : String(err),
+    });
   }
 }

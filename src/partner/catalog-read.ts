@@ -1,4 +1,5 @@
 import type { Db } from '../db/knex';
+import { storable } from './rows';
 
 export interface ProductRow {
   id: string;
@@ -55,7 +56,10 @@ export async function loadProducts(db: Db, sellerId: string, products: ProductRo
         ORDER BY v.product_id, v.created_at, v.id`,
       [sellerId, ids],
     ),
-    db('product_categories').whereIn('product_id', ids).orderBy(['product_id', 'position']).select('product_id', 'category_id'),
+    db('product_categories')
+      .whereIn('product_id', ids)
+      .orderBy(['product_id', 'position'])
+      .select('product_id', 'category_id'),
   ]);
   const variantsOf = groupBy(variants.rows, (v) => v.product_id);
   const categoriesOf = groupBy(categories as Array<{ product_id: string; category_id: string }>, (c) => c.product_id);
@@ -78,8 +82,19 @@ function groupBy<T>(rows: T[], key: (row: T) => string): Map<string, T[]> {
 }
 
 const PRODUCT_COLUMNS = [
-  'id', 'title', 'handle', 'status', 'description', 'thumbnail', 'images', 'brand',
-  'catalog_managed', 'handling', 'rejection_reason', 'created_at', 'updated_at',
+  'id',
+  'title',
+  'handle',
+  'status',
+  'description',
+  'thumbnail',
+  'images',
+  'brand',
+  'catalog_managed',
+  'handling',
+  'rejection_reason',
+  'created_at',
+  'updated_at',
 ];
 
 /** One page of the seller's products, newest first by id, filtered in the same query that cuts the page. */
@@ -88,7 +103,12 @@ export async function listProducts(
   sellerId: string,
   opts: { status?: string; afterId?: string; limit: number },
 ): Promise<{ rows: ProductWithParts[]; hasMore: boolean }> {
-  const query = db('products').where({ seller_id: sellerId }).orderBy('id', 'desc').limit(opts.limit + 1).select(PRODUCT_COLUMNS);
+  if (opts.status !== undefined && !storable(opts.status)) return { rows: [], hasMore: false };
+  const query = db('products')
+    .where({ seller_id: sellerId })
+    .orderBy('id', 'desc')
+    .limit(opts.limit + 1)
+    .select(PRODUCT_COLUMNS);
   if (opts.status !== undefined) query.andWhere({ status: opts.status });
   if (opts.afterId !== undefined) query.andWhere('id', '<', opts.afterId);
   const products: ProductRow[] = await query;
@@ -98,9 +118,14 @@ export async function listProducts(
 
 /** The first (oldest) of the seller's products carrying a variant with `sku`, whole. */
 export async function findProductBySku(db: Db, sellerId: string, sku: string): Promise<ProductWithParts | null> {
+  if (!storable(sku)) return null;
   const product: ProductRow | undefined = await db('products')
     .where('products.seller_id', sellerId)
-    .whereExists(db('variants').whereRaw('variants.product_id = products.id').andWhere({ 'variants.seller_id': sellerId, 'variants.sku': sku }))
+    .whereExists(
+      db('variants')
+        .whereRaw('variants.product_id = products.id')
+        .andWhere({ 'variants.seller_id': sellerId, 'variants.sku': sku }),
+    )
     .orderBy('id', 'asc')
     .first(PRODUCT_COLUMNS);
   if (!product) return null;

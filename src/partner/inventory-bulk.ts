@@ -1,6 +1,6 @@
 import type { Db } from '../db/knex';
 import { log } from '../lib/log';
-import { accepted, isObject, isWholeNumber, rejected, rowSku, RowResult } from './rows';
+import { accepted, isObject, isWholeNumber, rejected, rowSku, RowResult, storable } from './rows';
 
 interface InventoryRow {
   index: number;
@@ -27,17 +27,24 @@ function readRow(raw: unknown, index: number): InventoryRow | RowResult {
   }
   const row: InventoryRow = { index, sku };
   if (onHandSet) row.onHand = raw.on_hand as number;
-  // A price_iqd of the wrong JSON type is dropped; a negative one is refused.
-  if (typeof raw.price_iqd === 'number' && Number.isSafeInteger(raw.price_iqd)) {
-    if (raw.price_iqd < 0) return rejected(sku, 'validation_error', 'price_iqd must be 0 or more.');
+  // A price_iqd of the wrong JSON type is dropped; a number that is not a whole number 0 or more is refused.
+  if (typeof raw.price_iqd === 'number') {
+    if (!isWholeNumber(raw.price_iqd)) {
+      return rejected(sku, 'validation_error', 'price_iqd must be a whole number of dinars, 0 or more.');
+    }
     row.priceIqd = raw.price_iqd;
   }
   return row;
 }
 
-/** Keeps the last row per key, so one statement never touches a row twice (the later row wins). */
+/**
+ * Keeps the last row per key, so one statement never touches a row twice (the later row wins),
+ * sorted by key so that concurrent requests lock rows in the same order.
+ */
 function lastPer<T>(rows: T[], key: (r: T) => string): T[] {
-  return [...new Map(rows.map((r) => [key(r), r])).values()];
+  return [...new Map(rows.map((r) => [key(r), r])).entries()]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([, r]) => r);
 }
 
 /**
@@ -61,7 +68,7 @@ export async function bulkUpdateInventory(db: Db, sellerId: string, items: unkno
          FROM variants v
         WHERE v.seller_id = ? AND v.sku = ANY(?)
         ORDER BY v.sku, v.product_id, v.id`,
-      [sellerId, [...new Set(rows.map((r) => r.sku))]],
+      [sellerId, [...new Set(rows.map((r) => r.sku))].filter(storable)],
     ),
     db('stock_locations').where({ seller_id: sellerId }).orderBy('position').first('id'),
   ]);
@@ -74,7 +81,11 @@ export async function bulkUpdateInventory(db: Db, sellerId: string, items: unkno
     if (!target) {
       results[row.index] = rejected(row.sku, 'product_not_found', `No product has SKU ${row.sku}.`);
     } else if (row.onHand !== undefined && !location) {
-      results[row.index] = rejected(row.sku, 'inventory_item_not_found', 'The seller has no stock location for on_hand.');
+      results[row.index] = rejected(
+        row.sku,
+        'inventory_item_not_found',
+        'The seller has no stock location for on_hand.',
+      );
     } else {
       if (row.onHand !== undefined) stockWrites.push({ row, target });
       if (row.priceIqd !== undefined) priceWrites.push({ row, target });
@@ -92,15 +103,23 @@ export async function bulkUpdateInventory(db: Db, sellerId: string, items: unkno
         [location!.id, writes.map((w) => w.target.variant_id), writes.map((w) => w.row.onHand!)],
       );
     } catch (err) {
-      log.error('inventory stock write failed', { seller_id: sellerId, error: err instanceof Error ? err.message : String(err) });
-      for (const { row } of stockWrites) results[row.index] = rejected(row.sku, 'internal_error', 'Stock could not be written; retry the row.');
+      log.error('inventory stock write failed', {
+        seller_id: sellerId,
+        error: err instanceof Error ? err.message : String(err),
+      });
+      for (const { row } of stockWrites)
+        results[row.index] = rejected(row.sku, 'internal_error', 'Stock could not be written; retry the row.');
     }
   }
 
   const pricable = priceWrites.filter(({ row }) => results[row.index].status === 'accepted');
   for (const { row, target } of pricable) {
     if (target.variant_count > 1) {
-      results[row.index] = rejected(row.sku, 'product_has_multiple_variants', 'price_iqd applies to single-variant products only.');
+      results[row.index] = rejected(
+        row.sku,
+        'product_has_multiple_variants',
+        'price_iqd applies to single-variant products only.',
+      );
     }
   }
   const writes = lastPer(
@@ -121,10 +140,17 @@ export async function bulkUpdateInventory(db: Db, sellerId: string, items: unkno
         [writes.map((w) => w.target.variant_id), writes.map((w) => w.row.priceIqd!), sellerId],
       );
     } catch (err) {
-      log.error('inventory price write failed', { seller_id: sellerId, error: err instanceof Error ? err.message : String(err) });
+      log.error('inventory price write failed', {
+        seller_id: sellerId,
+        error: err instanceof Error ? err.message : String(err),
+      });
       for (const { row } of pricable) {
         if (results[row.index].status === 'accepted') {
-          results[row.index] = rejected(row.sku, 'internal_error', 'The price could not be written after the stock was; retry the row.');
+          results[row.index] = rejected(
+            row.sku,
+            'internal_error',
+            'The price could not be written after the stock was; retry the row.',
+          );
         }
       }
     }

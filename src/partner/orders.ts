@@ -1,4 +1,11 @@
 import type { Db } from '../db/knex';
+import { storable } from './rows';
+
+/** Where a page of orders ends: the last row's settlement created_at and order id. */
+export interface OrdersKey {
+  placedAt: Date;
+  id: string;
+}
 
 const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
 
@@ -26,11 +33,7 @@ function summaryOut(r: SummaryRow) {
  * One page of the seller's orders, newest first by the settlement record's creation (when the
  * order was placed with this seller), keyset-paged on (created_at, order id).
  */
-export async function listOrders(
-  db: Db,
-  sellerId: string,
-  opts: { since?: Date; after?: { placedAt: string; id: string }; limit: number },
-) {
+export async function listOrders(db: Db, sellerId: string, opts: { since?: Date; after?: OrdersKey; limit: number }) {
   const query = db('settlements as s')
     .join('orders as o', 'o.id', 's.order_id')
     .where('s.seller_id', sellerId)
@@ -51,12 +54,13 @@ export async function listOrders(
   return {
     data: page.map(summaryOut),
     hasMore: rows.length > opts.limit,
-    lastKey: last ? [new Date(last.placed_at).toISOString(), last.id] : null,
+    lastKey: last ? { placedAt: new Date(last.placed_at), id: last.id } : null,
   };
 }
 
 /** The seller's order with items, shipping address and settlement; null for none or another seller's. */
 export async function getOrder(db: Db, sellerId: string, orderId: string) {
+  if (!storable(orderId)) return null;
   const row = await db('orders as o')
     .join('settlements as s', 's.order_id', 'o.id')
     .where({ 'o.id': orderId, 'o.seller_id': sellerId, 's.seller_id': sellerId })

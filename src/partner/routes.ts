@@ -1,7 +1,6 @@
 import Router from '@koa/router';
 import type { AppDeps } from '../app';
 import { partnerChainDeps } from '../app';
-import { encodeCursor } from '../http/cursor';
 import { ApiError } from '../http/errors';
 import { partnerChain } from '../http/partner-chain';
 import { applyAdjustments, readAdjustment } from './adjustments';
@@ -9,12 +8,17 @@ import { bulkUpsertProducts } from './bulk-upsert';
 import { findProductBySku, listProducts } from './catalog-read';
 import { bulkUpdateInventory } from './inventory-bulk';
 import { getOrder, listOrders } from './orders';
-import { partnerCursor, partnerLimit } from './params';
+import {
+  encodeOrdersCursor,
+  encodeProductsCursor,
+  ordersCursor,
+  partnerLimit,
+  productsCursor,
+  sinceParam,
+  statusParam,
+} from './params';
 import { BULK_INVENTORY_ROWS, BULK_PRODUCT_ROWS, bulkItems } from './schemas';
 import { productOut } from './serializers';
-import { parseRfc3339 } from './since';
-
-const invalidSince = () => ApiError.validation('since must be an RFC 3339 date-time with a zone.', [{ field: 'since', issue: 'invalid' }]);
 
 /** The Partner API under `/partner/v1`: eight operations, keyed by the seller's SKU. */
 export function partnerRouter(deps: AppDeps): Router {
@@ -27,14 +31,15 @@ export function partnerRouter(deps: AppDeps): Router {
   });
 
   router.get('/products', ...partnerChain(chain, { scope: 'catalog:read' }), async (ctx) => {
-    const limit = partnerLimit(ctx.query.limit, 20, 100);
-    const after = partnerCursor(ctx.query, 'products');
-    const status = typeof ctx.query.status === 'string' ? ctx.query.status : undefined;
-    const page = await listProducts(db, ctx.state.partner.sellerId, { status, afterId: after?.[0] as string | undefined, limit });
+    const page = await listProducts(db, ctx.state.partner.sellerId, {
+      status: statusParam(ctx.query),
+      afterId: productsCursor(ctx.query) ?? undefined,
+      limit: partnerLimit(ctx.query.limit, 20, 100),
+    });
     const last = page.rows[page.rows.length - 1];
     ctx.body = {
       data: page.rows.map(productOut),
-      next_cursor: page.hasMore ? encodeCursor('products', [last.product.id]) : null,
+      next_cursor: page.hasMore ? encodeProductsCursor(last.product.id) : null,
       has_more: page.hasMore,
     };
   });
@@ -56,7 +61,11 @@ export function partnerRouter(deps: AppDeps): Router {
 
   router.patch(
     '/inventory/bulk',
-    ...partnerChain(chain, { scope: 'inventory:write', idempotent: 'PATCH /inventory/bulk', rateLimited: 'inventory-bulk' }),
+    ...partnerChain(chain, {
+      scope: 'inventory:write',
+      idempotent: 'PATCH /inventory/bulk',
+      rateLimited: 'inventory-bulk',
+    }),
     async (ctx) => {
       const items = bulkItems(ctx.request.body, BULK_INVENTORY_ROWS);
       ctx.body = { results: await bulkUpdateInventory(db, ctx.state.partner.sellerId, items) };
@@ -74,19 +83,14 @@ export function partnerRouter(deps: AppDeps): Router {
   );
 
   router.get('/orders', ...partnerChain(chain, { scope: 'orders:read' }), async (ctx) => {
-    const raw = ctx.query.since;
-    if (Array.isArray(raw)) throw invalidSince();
-    const since = raw === undefined || raw === '' ? undefined : (parseRfc3339(raw) ?? undefined);
-    if (raw && !since) throw invalidSince();
-    const after = partnerCursor(ctx.query, 'orders');
     const page = await listOrders(db, ctx.state.partner.sellerId, {
-      since,
-      after: after ? { placedAt: String(after[0]), id: String(after[1]) } : undefined,
+      since: sinceParam(ctx.query),
+      after: ordersCursor(ctx.query) ?? undefined,
       limit: partnerLimit(ctx.query.limit, 50, 200),
     });
     ctx.body = {
       data: page.data,
-      next_cursor: page.hasMore && page.lastKey ? encodeCursor('orders', page.lastKey) : null,
+      next_cursor: page.hasMore && page.lastKey ? encodeOrdersCursor(page.lastKey) : null,
       has_more: page.hasMore,
     };
   });

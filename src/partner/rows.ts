@@ -27,8 +27,15 @@ export const rowSku = (row: Record<string, unknown>): string | null =>
 
 export const isWholeNumber = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
 
+/** Postgres `text` cannot hold U+0000, so such a value can match nothing and must never reach a query. */
+export const storable = (s: string): boolean => !s.includes('\u0000');
+
 /** Runs `work` over `items` with at most `limit` in flight, keeping results in input order. */
-export async function mapLimited<T, R>(items: T[], limit: number, work: (item: T, index: number) => Promise<R>): Promise<R[]> {
+export async function mapLimited<T, R>(
+  items: T[],
+  limit: number,
+  work: (item: T, index: number) => Promise<R>,
+): Promise<R[]> {
   const out = new Array<R>(items.length);
   let next = 0;
   const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {

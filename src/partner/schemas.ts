@@ -11,10 +11,14 @@ export const BULK_INVENTORY_ROWS = 500;
 export function bulkItems(body: unknown, max: number): unknown[] {
   const items = isObject(body) ? body.items : undefined;
   if (!Array.isArray(items) || items.length === 0) {
-    throw ApiError.validation('items must be an array of 1 to ' + max + ' rows.', [{ field: 'items', issue: 'missing' }]);
+    throw ApiError.validation('items must be an array of 1 to ' + max + ' rows.', [
+      { field: 'items', issue: 'missing' },
+    ]);
   }
   if (items.length > max) {
-    throw ApiError.validation(`items holds ${items.length} rows; the limit is ${max}.`, [{ field: 'items', issue: 'too_many' }]);
+    throw ApiError.validation(`items holds ${items.length} rows; the limit is ${max}.`, [
+      { field: 'items', issue: 'too_many' },
+    ]);
   }
   return items;
 }

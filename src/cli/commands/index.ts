@@ -4,6 +4,7 @@ import { categoryCommands } from './category';
 import { checkoutKeyCommands } from './checkout-key';
 import { demoCommands } from './demo';
 import { fxCommands } from './fx';
+import { ledgerCommands } from './ledger';
 import { merchantCommands } from './merchant';
 import { methodCommands } from './method';
 import { orderCommands } from './order';
@@ -22,6 +23,7 @@ export const commands: CommandTable = {
   ...stockCommands,
   ...campaignCommands,
   ...orderCommands,
+  ...ledgerCommands,
   ...merchantCommands,
   ...checkoutKeyCommands,
   ...methodCommands,

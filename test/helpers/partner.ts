@@ -1,0 +1,113 @@
+import { run } from '../../src/cli/run';
+import { loadSettings } from '../../src/config';
+import type { Db } from '../../src/db/knex';
+import { randomString, timeOrderedBody } from '../../src/lib/ids';
+import type { ProductStatus } from '../../src/ops/products';
+import { call, TestResponse } from './http';
+
+let counter = 0;
+/** A SKU no other test uses. */
+export const uniqueSku = (prefix = 'SKU') => `${prefix}-${Date.now().toString(36)}-${++counter}`;
+/** An Idempotency-Key no other request uses. */
+export const idemKey = () => `idem-${randomString(20)}`;
+
+/** Runs an operator CLI command in process with `--json` and returns its document; throws on failure. */
+export async function ops(db: Db, ...argv: string[]): Promise<any> {
+  const settings = loadSettings({ DATABASE_URL: 'postgres://unused@127.0.0.1/unused', LOG_LEVEL: 'silent' });
+  const result = await run([...argv, '--json'], { db, settings });
+  if (result.exitCode !== 0) throw new Error(`ops ${argv.join(' ')} failed: ${result.stdout}${result.stderr}`);
+  return JSON.parse(result.stdout);
+}
+
+export interface SeededProduct {
+  id: string;
+  sku: string;
+  variantId: string;
+}
+
+/**
+ * Seeds `count` single-variant products for the seller in three set-based statements. Ids are
+ * time-ordered like the service's, and within the batch ordered by index, so the last one seeded
+ * is the newest. SKUs are `${prefix}-000001`…; stock goes to the seller's primary location.
+ */
+export async function seedProducts(
+  db: Db,
+  sellerId: string,
+  count: number,
+  opts: {
+    prefix?: string;
+    status?: ProductStatus | ((i: number) => ProductStatus);
+    price?: number;
+    stock?: number;
+  } = {},
+): Promise<SeededProduct[]> {
+  const prefix = opts.prefix ?? uniqueSku('SEED');
+  const stem = `${timeOrderedBody().slice(0, 10)}${randomString(6, '0123456789abcdefghjkmnpqrstvwxyz')}`;
+  const statuses = Array.from({ length: count }, (_, i) =>
+    typeof opts.status === 'function' ? opts.status(i + 1) : (opts.status ?? 'draft'),
+  );
+  const { rows } = await db.raw(
+    `WITH n AS (SELECT i, lpad(i::text, 10, '0') AS pad, (?::text[])[i] AS status FROM generate_series(1, ?::int) AS i),
+     p AS (
+       INSERT INTO products (id, seller_id, title, handle, status)
+       SELECT 'prod_' || ? || pad, ?, 'Seeded product ' || i, 'seeded-' || ? || '-' || i, status FROM n
+       RETURNING id
+     ),
+     v AS (
+       INSERT INTO variants (id, offer_id, product_id, seller_id, sku, options, price)
+       SELECT 'var_' || ? || pad, 'off_' || ? || pad, 'prod_' || ? || pad, ?, ? || '-' || lpad(i::text, 6, '0'),
+              '{"Default":"Default"}', ?
+         FROM n
+       RETURNING id, product_id, sku
+     )
+     SELECT v.id AS variant_id, v.product_id, v.sku FROM v ORDER BY v.product_id`,
+    [statuses, count, stem, sellerId, stem, stem, stem, stem, sellerId, prefix, opts.price ?? 10_000],
+  );
+  await db.raw(
+    `INSERT INTO stock_levels (variant_id, location_id, level)
+     SELECT v.id, l.id, ? FROM variants v
+       JOIN stock_locations l ON l.seller_id = v.seller_id AND l.position = 0
+      WHERE v.id = ANY(?)`,
+    [opts.stock ?? 0, rows.map((r: { variant_id: string }) => r.variant_id)],
+  );
+  return rows.map((r: { variant_id: string; product_id: string; sku: string }) => ({
+    id: r.product_id,
+    sku: r.sku,
+    variantId: r.variant_id,
+  }));
+}
+
+/** The Partner API for one key, over real HTTP. */
+export function partnerClient(baseUrl: string, key: string) {
+  const base = '/partner/v1';
+  return {
+    get: (path: string, headers: Record<string, string> = {}): Promise<TestResponse> =>
+      call(baseUrl, 'GET', base + path, { key, headers }),
+    bulkProducts: (body: unknown, idempotencyKey: string | undefined = idemKey()): Promise<TestResponse> =>
+      call(baseUrl, 'POST', `${base}/products/bulk`, { key, body, idempotencyKey }),
+    bulkInventory: (body: unknown, idempotencyKey: string | undefined = idemKey()): Promise<TestResponse> =>
+      call(baseUrl, 'PATCH', `${base}/inventory/bulk`, { key, body, idempotencyKey }),
+    adjust: (body: unknown, idempotencyKey: string | undefined = idemKey()): Promise<TestResponse> =>
+      call(baseUrl, 'POST', `${base}/inventory/adjustments`, { key, body, idempotencyKey }),
+  };
+}
+export type PartnerClient = ReturnType<typeof partnerClient>;
+
+/** Follows `next_cursor` from the first page of `path` (which may carry a query) until `has_more` is false. */
+export async function pageAll(
+  client: PartnerClient,
+  path: string,
+): Promise<{ pages: Array<{ data: any[]; next_cursor: string | null; has_more: boolean }>; rows: any[] }> {
+  const pages = [];
+  const sep = path.includes('?') ? '&' : '?';
+  let cursor: string | null = null;
+  for (;;) {
+    const res = await client.get(cursor ? `${path}${sep}cursor=${encodeURIComponent(cursor)}` : path);
+    if (res.status !== 200) throw new Error(`GET ${path} answered ${res.status}: ${res.text}`);
+    pages.push(res.body);
+    if (!res.body.has_more) break;
+    cursor = res.body.next_cursor;
+    if (pages.length > 1000) throw new Error('paging does not end');
+  }
+  return { pages, rows: pages.flatMap((p) => p.data) };
+}
