@@ -77,18 +77,22 @@ export async function seedProducts(
   }));
 }
 
-/** The Partner API for one key, over real HTTP. */
+/** The Partner API for one key, over real HTTP; write calls send a fresh Idempotency-Key unless given one (null: none). */
 export function partnerClient(baseUrl: string, key: string) {
   const base = '/partner/v1';
   return {
     get: (path: string, headers: Record<string, string> = {}): Promise<TestResponse> =>
       call(baseUrl, 'GET', base + path, { key, headers }),
-    bulkProducts: (body: unknown, idempotencyKey: string | undefined = idemKey()): Promise<TestResponse> =>
-      call(baseUrl, 'POST', `${base}/products/bulk`, { key, body, idempotencyKey }),
-    bulkInventory: (body: unknown, idempotencyKey: string | undefined = idemKey()): Promise<TestResponse> =>
-      call(baseUrl, 'PATCH', `${base}/inventory/bulk`, { key, body, idempotencyKey }),
-    adjust: (body: unknown, idempotencyKey: string | undefined = idemKey()): Promise<TestResponse> =>
-      call(baseUrl, 'POST', `${base}/inventory/adjustments`, { key, body, idempotencyKey }),
+    bulkProducts: (body: unknown, idempotencyKey: string | null = idemKey()): Promise<TestResponse> =>
+      call(baseUrl, 'POST', `${base}/products/bulk`, { key, body, idempotencyKey: idempotencyKey ?? undefined }),
+    bulkInventory: (body: unknown, idempotencyKey: string | null = idemKey()): Promise<TestResponse> =>
+      call(baseUrl, 'PATCH', `${base}/inventory/bulk`, { key, body, idempotencyKey: idempotencyKey ?? undefined }),
+    adjust: (body: unknown, idempotencyKey: string | null = idemKey()): Promise<TestResponse> =>
+      call(baseUrl, 'POST', `${base}/inventory/adjustments`, {
+        key,
+        body,
+        idempotencyKey: idempotencyKey ?? undefined,
+      }),
   };
 }
 export type PartnerClient = ReturnType<typeof partnerClient>;
