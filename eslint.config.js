@@ -61,6 +61,7 @@ module.exports = tseslint.config(
   },
   {
     files: ['**/*.js'],
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
     languageOptions: {
       sourceType: 'commonjs',
       globals: {

@@ -19,11 +19,13 @@ interface Check {
   summary?: () => string | undefined;
 }
 
-/** The checks, in order; add new ones (lint, format) here. */
+/** The checks, in order: types, lint, formatting, then the jest suites. */
 function checks(jestArgs: string[]): Check[] {
   const jestResults = join(repoRoot, '.data', `jest-results-${process.pid}.json`);
   return [
     { name: 'typecheck', bin: 'tsc', args: ['--noEmit', '-p', '.'] },
+    { name: 'lint', bin: 'eslint', args: ['--max-warnings', '0', '.'] },
+    { name: 'format', bin: 'prettier', args: ['--check', '--log-level', 'warn', '.'] },
     {
       name: 'jest',
       bin: 'jest',

@@ -4,7 +4,7 @@ import { Client } from 'pg';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { createDb, migrateLatest } from '../src/db/knex';
 import { randomString } from '../src/lib/ids';
-import { RunEnv, runEnvFile } from './helpers/run-env';
+import { newRunEnvFile, RUN_ENV_VARIABLE, RunEnv } from './helpers/run-env';
 
 /**
  * Once per run: a fresh database on DATABASE_URL's server, migrated, and the workflow bundle.
@@ -40,10 +40,12 @@ export default async function globalSetup(): Promise<void> {
       error: console.error,
     },
   });
+  const runEnvFile = newRunEnvFile();
   mkdirSync(dirname(runEnvFile), { recursive: true });
   const workflowBundlePath = join(dirname(runEnvFile), `workflow-bundle-${databaseName}.js`);
   writeFileSync(workflowBundlePath, code);
 
   const env: RunEnv = { databaseUrl, adminUrl, databaseName, workflowBundlePath, testServerPath };
   writeFileSync(runEnvFile, JSON.stringify(env));
+  process.env[RUN_ENV_VARIABLE] = runEnvFile; // inherited by the test workers and read by teardown
 }

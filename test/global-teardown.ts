@@ -4,8 +4,10 @@ import { RunEnv, runEnvFile } from './helpers/run-env';
 
 /** Drops the run's database unless KEEP_TEST_DB is set (to inspect it after a failure). */
 export default async function globalTeardown(): Promise<void> {
-  const env = JSON.parse(readFileSync(runEnvFile, 'utf8')) as RunEnv;
+  const file = runEnvFile();
+  const env = JSON.parse(readFileSync(file, 'utf8')) as RunEnv;
   rmSync(env.workflowBundlePath, { force: true });
+  rmSync(file, { force: true });
   if (process.env.KEEP_TEST_DB) return;
   const admin = new Client({ connectionString: env.adminUrl });
   await admin.connect();

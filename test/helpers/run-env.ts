@@ -1,7 +1,19 @@
 import { join } from 'node:path';
 
-/** Where global setup leaves what every test file of this run shares. */
-export const runEnvFile = join(__dirname, '..', '..', '.data', 'test-run.json');
+/** The variable through which global setup tells the test files (its child processes) where the run's file is. */
+export const RUN_ENV_VARIABLE = 'SVC_TEST_RUN_FILE';
+
+/** A new file for this run's shared facts, so concurrent runs in one checkout never share one. */
+export function newRunEnvFile(): string {
+  return join(__dirname, '..', '..', '.data', `test-run-${process.pid}-${Date.now()}.json`);
+}
+
+/** This run's file, as global setup published it. */
+export function runEnvFile(): string {
+  const file = process.env[RUN_ENV_VARIABLE];
+  if (!file) throw new Error('No test run file: run the tests with `npm test`.');
+  return file;
+}
 
 export interface RunEnv {
   /** The run's own database. */

@@ -53,7 +53,7 @@ export interface Stack {
 }
 
 export function readRunEnv(): RunEnv {
-  return JSON.parse(readFileSync(runEnvFile, 'utf8')) as RunEnv;
+  return JSON.parse(readFileSync(runEnvFile(), 'utf8')) as RunEnv;
 }
 
 let runtimeInstalled = false;
