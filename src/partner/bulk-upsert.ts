@@ -3,7 +3,17 @@ import { newId } from '../lib/ids';
 import { log } from '../lib/log';
 import { defaultVariantOptions } from '../ops/products';
 import { productHandle } from '../ops/handles';
-import { accepted, isObject, isWholeNumber, mapLimited, rejected, rowSku, RowResult, storable } from './rows';
+import {
+  accepted,
+  isObject,
+  isWholeNumber,
+  mapLimited,
+  rejected,
+  rowSku,
+  RowResult,
+  SKU_REQUIRED,
+  storable,
+} from './rows';
 
 /** Rows of one bulk request that write at once (each in its own transaction). */
 const ROW_CONCURRENCY = 4;
@@ -38,13 +48,16 @@ interface Context {
 function readRow(raw: unknown): UpsertRow | RowResult {
   if (!isObject(raw)) return rejected(null, 'validation_error', 'The row is not an object.');
   const sku = rowSku(raw);
-  if (sku === null) return rejected(null, 'validation_error', 'external_sku is required and must not be blank.');
-  if (!storable(sku)) return rejected(sku, 'validation_error', 'external_sku must not contain U+0000.');
+  if (sku === null) return rejected(null, 'validation_error', SKU_REQUIRED);
   const row: UpsertRow = { sku };
   if (typeof raw.title === 'string') row.title = raw.title;
   if (typeof raw.price_iqd === 'number') row.priceIqd = raw.price_iqd;
   if (typeof raw.description === 'string') row.description = raw.description;
   if (Array.isArray(raw.category_ids) && raw.category_ids.every((c) => typeof c === 'string')) {
+    // Messages name unknown categories, so an id Postgres cannot hold is refused without echoing it.
+    if (!raw.category_ids.every(storable)) {
+      return rejected(sku, 'validation_error', 'category_ids must be valid Unicode without U+0000.');
+    }
     row.categoryIds = [...new Set(raw.category_ids as string[])];
   }
   if (typeof raw.initial_stock === 'number') row.initialStock = raw.initial_stock;
@@ -53,7 +66,7 @@ function readRow(raw: unknown): UpsertRow | RowResult {
     ['description', row.description],
   ] as const) {
     if (value !== undefined && !storable(value))
-      return rejected(sku, 'validation_error', `${field} must not contain U+0000.`);
+      return rejected(sku, 'validation_error', `${field} must be valid Unicode without U+0000.`);
   }
   return row;
 }
@@ -198,7 +211,7 @@ function lanesBySku(rows: Array<UpsertRow | RowResult>): number[][] {
  */
 export async function bulkUpsertProducts(db: Db, sellerId: string, items: unknown[]): Promise<RowResult[]> {
   const rows = items.map(readRow);
-  const categoryIds = [...new Set(rows.flatMap((r) => ('sku' in r ? (r.categoryIds ?? []) : [])))].filter(storable);
+  const categoryIds = [...new Set(rows.flatMap((r) => ('sku' in r ? (r.categoryIds ?? []) : [])))];
   const [categoryRows, location] = await Promise.all([
     categoryIds.length > 0 ? db('categories').whereIn('id', categoryIds).select('id', 'catalog_only') : [],
     db('stock_locations').where({ seller_id: sellerId }).orderBy('position').first('id'),

@@ -1,6 +1,6 @@
 import type { Db } from '../db/knex';
 import { log } from '../lib/log';
-import { accepted, isObject, isWholeNumber, rejected, rowSku, RowResult, storable } from './rows';
+import { accepted, isObject, isWholeNumber, rejected, rowSku, RowResult, SKU_REQUIRED } from './rows';
 
 interface InventoryRow {
   index: number;
@@ -18,7 +18,7 @@ interface Target {
 function readRow(raw: unknown, index: number): InventoryRow | RowResult {
   if (!isObject(raw)) return rejected(null, 'validation_error', 'The row is not an object.');
   const sku = rowSku(raw);
-  if (sku === null) return rejected(null, 'validation_error', 'external_sku is required and must not be blank.');
+  if (sku === null) return rejected(null, 'validation_error', SKU_REQUIRED);
   const onHandSet = raw.on_hand !== undefined && raw.on_hand !== null;
   const priceSet = raw.price_iqd !== undefined && raw.price_iqd !== null;
   if (!onHandSet && !priceSet) return rejected(sku, 'validation_error', 'Set on_hand, price_iqd or both.');
@@ -68,7 +68,7 @@ export async function bulkUpdateInventory(db: Db, sellerId: string, items: unkno
          FROM variants v
         WHERE v.seller_id = ? AND v.sku = ANY(?)
         ORDER BY v.sku, v.product_id, v.id`,
-      [sellerId, [...new Set(rows.map((r) => r.sku))].filter(storable)],
+      [sellerId, [...new Set(rows.map((r) => r.sku))]],
     ),
     db('stock_locations').where({ seller_id: sellerId }).orderBy('position').first('id'),
   ]);

@@ -21,14 +21,24 @@ export const rejected = (sku: string | null, code: string, message: string): Row
 export const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** The row's SKU when it is a non-blank string, else null. */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/**
+ * Postgres text and jsonb hold neither U+0000 nor a lone UTF-16 surrogate, so such a value can
+ * match nothing stored and must reach neither a query nor a stored (idempotent) response.
+ */
+export const storable = (s: string): boolean => !s.includes('\u0000') && !LONE_SURROGATE.test(s);
+
+/** The row's SKU when it is a non-blank string Postgres can hold, else null (the result then shows null). */
 export const rowSku = (row: Record<string, unknown>): string | null =>
-  typeof row.external_sku === 'string' && row.external_sku.trim() !== '' ? row.external_sku : null;
+  typeof row.external_sku === 'string' && row.external_sku.trim() !== '' && storable(row.external_sku)
+    ? row.external_sku
+    : null;
+
+/** The message of a row refused by `rowSku`. */
+export const SKU_REQUIRED = 'external_sku is required: a non-blank string of valid Unicode without U+0000.';
 
 export const isWholeNumber = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
-
-/** Postgres `text` cannot hold U+0000, so such a value can match nothing and must never reach a query. */
-export const storable = (s: string): boolean => !s.includes('\u0000');
 
 /** Runs `work` over `items` with at most `limit` in flight, keeping results in input order. */
 export async function mapLimited<T, R>(

@@ -163,6 +163,29 @@ describe('POST /products/bulk: creating', () => {
     );
   });
 
+  it('rejects text no product can hold (U+0000, a lone surrogate) as a row, and stores the outcome', async () => {
+    const s = await seller();
+    const sku = uniqueSku();
+    const key = idemKey();
+    const body = {
+      items: [
+        { external_sku: 'A\u0000B', title: 'T', price_iqd: 1 },
+        { external_sku: sku, title: 'T\ud800', price_iqd: 1 },
+        { external_sku: sku, title: 'T', price_iqd: 1, description: 'x\u0000' },
+        { external_sku: sku, title: 'T', price_iqd: 1, category_ids: ['cat\u0000'] },
+      ],
+    };
+    const res = await s.api.bulkProducts(body, key);
+    expect(res.status).toBe(200);
+    expect(res.body.results).toEqual([
+      { external_sku: null, status: 'rejected', error: rowError('validation_error') },
+      { external_sku: sku, status: 'rejected', error: rowError('validation_error') },
+      { external_sku: sku, status: 'rejected', error: rowError('validation_error') },
+      { external_sku: sku, status: 'rejected', error: rowError('validation_error') },
+    ]);
+    expect((await s.api.bulkProducts(body, key)).headers.get('idempotent-replayed')).toBe('true');
+  });
+
   it('rejects a category that accepts only catalog products (catalog_only_category)', async () => {
     const s = await seller();
     const sku = uniqueSku();
