@@ -115,3 +115,48 @@ export async function pageAll(
   }
   return { pages, rows: pages.flatMap((p) => p.data) };
 }
+
+/**
+ * Seeds `count` pending orders for the seller (one item of `sku` each, with a held settlement) in
+ * set-based statements; order i (1-based) is placed at `at(i)`. Returns ids in seeding order.
+ */
+export async function seedOrders(
+  db: Db,
+  sellerId: string,
+  count: number,
+  opts: { at: (i: number) => Date; sku?: string; variantId?: string },
+): Promise<string[]> {
+  const stem = `${timeOrderedBody().slice(0, 10)}${randomString(6, '0123456789abcdefghjkmnpqrstvwxyz')}`;
+  const times = Array.from({ length: count }, (_, i) => opts.at(i + 1).toISOString());
+  const { rows } = await db.raw(
+    `WITH n AS (SELECT i, lpad(i::text, 10, '0') AS pad, (?::timestamptz[])[i] AS at FROM generate_series(1, ?::int) AS i),
+     o AS (
+       INSERT INTO orders (id, seller_id, increment_id, status, total, currency, shipping_address, created_at, updated_at)
+       SELECT 'ord_' || ? || pad, ?, 'S' || ? || pad, 'pending', 1000, 'IQD', '{"first_name":"Zainab"}', at, at FROM n
+       RETURNING id
+     ),
+     it AS (
+       INSERT INTO order_items (id, order_id, variant_id, external_sku, title, quantity, unit_price, position)
+       SELECT 'item_' || ? || pad, 'ord_' || ? || pad, ?, ?, 'Seeded item', 1, 1000, 0 FROM n
+     ),
+     s AS (
+       INSERT INTO settlements (order_id, seller_id, status, commission_percent, commission_amount, earnings, hold_days, created_at)
+       SELECT 'ord_' || ? || pad, ?, 'held', 10, 100, 900, 7, at FROM n
+     )
+     SELECT id FROM o ORDER BY id`,
+    [
+      times,
+      count,
+      stem,
+      sellerId,
+      stem,
+      stem,
+      stem,
+      opts.variantId ?? 'var_seeded',
+      opts.sku ?? 'SEEDED',
+      stem,
+      sellerId,
+    ],
+  );
+  return rows.map((r: { id: string }) => r.id);
+}
