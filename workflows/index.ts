@@ -1,2 +1,3 @@
 /** Every workflow the worker runs; this file is the bundle's entry point. */
 export { janitorWorkflow } from './janitor';
+export { sessionWorkflow } from './session';

@@ -1,24 +1,115 @@
 import Router from '@koa/router';
 import type { AppDeps } from '../app';
 import { secretKeyAuth } from '../http/checkout-auth';
+import { renderCheckoutError } from '../http/error-envelope';
+import { ApiError } from '../http/errors';
+import { checkoutIdempotency } from '../http/idempotency';
 import { rateLimit } from '../http/rate-limit';
+import { input, validate } from '../http/validate';
+import type { CheckoutScope } from '../keys/scopes';
+import { signalSessionSettled, startSessionWorkflow } from '../temporal/sessions';
+import { checkoutCursor, nextCheckoutCursor } from './cursor';
+import { eventOut, getEvent, listEvents } from './events';
 import { listMerchantMethods } from './payment-methods';
+import { eventListQuery, idParam, sessionIn, sessionListQuery } from './schemas';
 import { paymentMethodOut } from './serializers';
+import { createSession } from './sessions/create-session';
+import { getSession, listSessions } from './sessions/queries';
+import { sessionOut } from './sessions/session-row';
+import { expireOpenSession } from './sessions/transitions';
 
-/** The Checkout API under `/v1`. */
+/** The Checkout API's merchant routes under `/v1` (secret key). */
 export function checkoutRouter(deps: AppDeps): Router {
   const router = new Router({ prefix: '/v1' });
+  const { db, clock, temporal, settings } = deps;
+  const base = settings.PUBLIC_BASE_URL;
   const perKey = rateLimit(
-    deps.db,
-    deps.clock,
-    { limit: deps.settings.CHECKOUT_RATE_LIMIT_PER_SECOND, windowSeconds: 1 },
+    db,
+    clock,
+    { limit: settings.CHECKOUT_RATE_LIMIT_PER_SECOND, windowSeconds: 1 },
     (ctx) => `checkout:${ctx.state.checkout.keyId}`,
   );
+  const merchant = (scope: CheckoutScope) => [secretKeyAuth(db, scope), perKey];
+  const idempotent = (route: string) => checkoutIdempotency(db, clock, route, renderCheckoutError);
+  const sessionParams = { params: idParam('id') };
+  const listSessionsInput = { query: sessionListQuery };
+  const listEventsInput = { query: eventListQuery };
 
-  router.get('/payment_methods', secretKeyAuth(deps.db, 'sessions:read'), perKey, async (ctx) => {
+  router.post(
+    '/checkout/sessions',
+    ...merchant('sessions:write'),
+    idempotent('POST /checkout/sessions'),
+    validate({ body: sessionIn }),
+    async (ctx) => {
+      const result = await createSession(db, clock, ctx.state.checkout, input(ctx, { body: sessionIn }).body, base);
+      if (result.replaced)
+        await signalSessionSettled(temporal, result.replaced.id, 'expired', 'replaced by a new price');
+      const { session } = result;
+      const expiresInMs = new Date(session.expires_at).getTime() - clock().getTime();
+      await startSessionWorkflow(temporal, settings.TEMPORAL_TASK_QUEUE, { sessionId: session.id, expiresInMs });
+      ctx.status = result.created ? 201 : 200;
+      ctx.body = sessionOut(session, base);
+    },
+  );
+
+  router.get('/checkout/sessions', ...merchant('sessions:read'), validate(listSessionsInput), async (ctx) => {
+    const q = input(ctx, listSessionsInput).query;
+    const page = await listSessions(db, ctx.state.checkout, {
+      referenceId: q.reference_id,
+      status: q.status,
+      createdAfter: q.created_after ? new Date(q.created_after) : undefined,
+      after: checkoutCursor('sessions', q.cursor),
+      limit: q.limit,
+    });
+    ctx.body = {
+      data: page.rows.map((s) => sessionOut(s, base)),
+      next_cursor: nextCheckoutCursor('sessions', page.hasMore, page.rows[page.rows.length - 1]),
+    };
+  });
+
+  router.get('/checkout/sessions/:id', ...merchant('sessions:read'), validate(sessionParams), async (ctx) => {
+    const session = await getSession(db, ctx.state.checkout, ctx.params.id);
+    if (!session) throw ApiError.notFound('session_not_found', 'No such checkout session.');
+    ctx.body = sessionOut(session, base);
+  });
+
+  router.post('/checkout/sessions/:id/expire', ...merchant('sessions:write'), validate(sessionParams), async (ctx) => {
+    const result = await expireOpenSession(db, {
+      sessionId: ctx.params.id,
+      scope: ctx.state.checkout,
+      publicBaseUrl: base,
+    });
+    if (!result) throw ApiError.notFound('session_not_found', 'No such checkout session.');
+    if (!result.changed)
+      throw ApiError.conflict('session_not_open', `The session is ${result.session.status}, not open.`);
+    await signalSessionSettled(temporal, result.session.id, 'expired', 'POST /expire');
+    ctx.body = sessionOut(result.session, base);
+  });
+
+  router.get('/payment_methods', ...merchant('sessions:read'), async (ctx) => {
     const { merchantId, mode } = ctx.state.checkout;
-    const methods = await listMerchantMethods(deps.db, merchantId, mode);
+    const methods = await listMerchantMethods(db, merchantId, mode);
     ctx.body = { data: methods.map(paymentMethodOut) };
+  });
+
+  router.get('/events', ...merchant('events:read'), validate(listEventsInput), async (ctx) => {
+    const q = input(ctx, listEventsInput).query;
+    const page = await listEvents(db, ctx.state.checkout, {
+      type: q.type,
+      since: q.since ? new Date(q.since) : undefined,
+      after: checkoutCursor('events', q.cursor),
+      limit: q.limit,
+    });
+    ctx.body = {
+      data: page.rows.map(eventOut),
+      next_cursor: nextCheckoutCursor('events', page.hasMore, page.rows[page.rows.length - 1]),
+    };
+  });
+
+  router.get('/events/:id', ...merchant('events:read'), async (ctx) => {
+    const event = await getEvent(db, ctx.state.checkout, ctx.params.id);
+    if (!event) throw ApiError.notFound('event_not_found', 'No such event.');
+    ctx.body = { ...eventOut(event), deliveries: [] };
   });
 
   return router;

@@ -18,6 +18,7 @@ async function main(): Promise<void> {
     taskQueue: settings.TEMPORAL_TASK_QUEUE,
     db,
     clock: systemClock,
+    publicBaseUrl: settings.PUBLIC_BASE_URL,
   });
   const client = new Client({ connection, namespace: settings.TEMPORAL_NAMESPACE });
   await ensureJanitor(client, settings.TEMPORAL_TASK_QUEUE);

@@ -12,6 +12,7 @@ export interface WorkerDeps {
   taskQueue: string;
   db: Db;
   clock: Clock;
+  publicBaseUrl: string;
   /** A prebuilt workflow bundle (tests build it once); otherwise the workflows are bundled now. */
   workflowBundle?: { codePath: string } | { code: string };
 }
@@ -25,7 +26,7 @@ export function createWorker(deps: WorkerDeps): Promise<Worker> {
     connection: deps.connection,
     namespace: deps.namespace,
     taskQueue: deps.taskQueue,
-    activities: createActivities({ db: deps.db, clock: deps.clock }),
+    activities: createActivities({ db: deps.db, clock: deps.clock, publicBaseUrl: deps.publicBaseUrl }),
     ...workflows,
   });
 }

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, type Worker } from '@temporalio/worker';
 import { AppDeps, createApp } from '../../src/app';
@@ -77,7 +77,17 @@ export async function startStack(overrides: Record<string, string> = {}): Promis
     server: { executable: { type: 'existing-path', path: run.testServerPath } },
   });
   const clock = testClock();
-  const settings = loadSettings({ DATABASE_URL: run.databaseUrl, PORT: '0', LOG_LEVEL: 'silent', ...overrides });
+  // Listen first, so PUBLIC_BASE_URL (session urls, hosted pages) is the address tests can open.
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const settings = loadSettings({
+    DATABASE_URL: run.databaseUrl,
+    PORT: '0',
+    LOG_LEVEL: 'silent',
+    PUBLIC_BASE_URL: baseUrl,
+    ...overrides,
+  });
   const taskQueue = `test-${Math.random().toString(36).slice(2)}`;
 
   const startWorker = async () => {
@@ -87,6 +97,7 @@ export async function startStack(overrides: Record<string, string> = {}): Promis
       taskQueue,
       db,
       clock,
+      publicBaseUrl: settings.PUBLIC_BASE_URL,
       workflowBundle: { codePath: run.workflowBundlePath },
     });
     return { worker, running: worker.run() };
@@ -98,11 +109,10 @@ export async function startStack(overrides: Record<string, string> = {}): Promis
   };
 
   const deps: AppDeps = { db, settings: { ...settings, TEMPORAL_TASK_QUEUE: taskQueue }, clock, temporal: env.client };
-  const app = createApp(deps);
-  const http = await listen(app);
+  server.on('request', createApp(deps).callback());
 
   return {
-    baseUrl: http.baseUrl,
+    baseUrl,
     db,
     env,
     settings,
@@ -114,7 +124,7 @@ export async function startStack(overrides: Record<string, string> = {}): Promis
       current = await startWorker();
     },
     async stop() {
-      await http.close();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
       await stopWorker();
       await env.teardown();
       await db.destroy();

@@ -1,0 +1,15 @@
+import type { Db } from '../src/db/knex';
+import { expireOpenSession } from '../src/checkout/sessions/transitions';
+
+/** Session activities: each a conditional write that a retry finds already done. */
+export function createSessionActivities({ db, publicBaseUrl }: { db: Db; publicBaseUrl: string }) {
+  return {
+    /** Expires the session if it is still open (its event in the same transaction); returns its status. */
+    async expireSession({ sessionId }: { sessionId: string }): Promise<{ status: string; changed: boolean }> {
+      const result = await expireOpenSession(db, { sessionId, publicBaseUrl });
+      return { status: result?.session.status ?? 'missing', changed: result?.changed ?? false };
+    },
+  };
+}
+
+export type SessionActivities = ReturnType<typeof createSessionActivities>;

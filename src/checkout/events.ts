@@ -1,0 +1,89 @@
+import type { Db } from '../db/knex';
+import type { KeyMode } from '../keys/keys';
+import { newId } from '../lib/ids';
+
+/** Event types this service emits (new ones may be added inside v1). */
+export const eventTypes = [
+  'checkout.session.completed',
+  'checkout.session.expired',
+  'checkout.session.canceled',
+  'payment.attempt.failed',
+  'refund.succeeded',
+  'refund.failed',
+  'customer.instrument.saved',
+  'customer.instrument.revoked',
+] as const;
+export type EventType = (typeof eventTypes)[number];
+
+/** How long the event log keeps events. */
+export const EVENT_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
+
+export interface EventRow {
+  id: string;
+  merchant_id: string;
+  mode: KeyMode;
+  type: string;
+  data_object: unknown;
+  created_at: Date;
+}
+
+/**
+ * Records one event in the caller's transaction: the transition and its event commit together
+ * or not at all (transactional outbox).
+ */
+export async function recordEvent(
+  trx: Db,
+  input: { merchantId: string; mode: KeyMode; type: EventType; object: unknown },
+): Promise<EventRow> {
+  const [row] = await trx('events')
+    .insert({
+      id: newId('evt', input.mode === 'test' ? 'test' : undefined),
+      merchant_id: input.merchantId,
+      mode: input.mode,
+      type: input.type,
+      data_object: JSON.stringify(input.object),
+    })
+    .returning('*');
+  return row;
+}
+
+/** The Event object; the single read adds `deliveries`. */
+export function eventOut(row: EventRow) {
+  return {
+    id: row.id,
+    object: 'event',
+    type: row.type,
+    livemode: row.mode === 'live',
+    created_at: new Date(row.created_at).toISOString(),
+    data: { object: row.data_object },
+  };
+}
+
+/** One page of the merchant's events in `mode`, newest first. */
+export async function listEvents(
+  db: Db,
+  scope: { merchantId: string; mode: KeyMode },
+  opts: { type?: string; since?: Date; after?: { createdAt: string; id: string }; limit: number },
+) {
+  const query = db('events')
+    .where({ merchant_id: scope.merchantId, mode: scope.mode })
+    .orderBy([
+      { column: 'created_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
+    .limit(opts.limit + 1);
+  if (opts.type !== undefined) query.andWhere({ type: opts.type });
+  if (opts.since !== undefined) query.andWhere('created_at', '>=', opts.since);
+  if (opts.after) query.andWhereRaw('(created_at, id) < (?::timestamptz, ?)', [opts.after.createdAt, opts.after.id]);
+  const rows: EventRow[] = await query;
+  return { rows: rows.slice(0, opts.limit), hasMore: rows.length > opts.limit };
+}
+
+/** The merchant's event in `mode`, or null (another merchant's or mode's is null too). */
+export async function getEvent(
+  db: Db,
+  scope: { merchantId: string; mode: KeyMode },
+  id: string,
+): Promise<EventRow | null> {
+  return (await db('events').where({ id, merchant_id: scope.merchantId, mode: scope.mode }).first()) ?? null;
+}

@@ -1,0 +1,17 @@
+/** Minor-unit exponents of the currencies sessions can be priced and presented in. */
+export const minorUnitExponents: Readonly<Record<string, number>> = { IQD: 0, USD: 2 };
+
+export const lineItemTypes = ['charge', 'shipping', 'fee', 'discount'] as const;
+export type LineItemType = (typeof lineItemTypes)[number];
+
+export interface LineItem {
+  label: string;
+  amount: number;
+  quantity: number;
+  type: LineItemType;
+}
+
+/** What the line items net to: `amount × quantity` each; a discount subtracts. */
+export function lineItemsTotal(items: LineItem[]): number {
+  return items.reduce((sum, i) => sum + (i.type === 'discount' ? -1 : 1) * i.amount * i.quantity, 0);
+}

@@ -1,0 +1,89 @@
+import { z } from 'zod';
+import { lineItemTypes } from './money';
+import { normalisePhone } from './phone';
+
+/** Checkout list parameters: limit 1–100 (default 20), anything else is a 400. */
+export const listLimit = z.coerce
+  .number({ message: 'limit must be an integer from 1 to 100' })
+  .int('limit must be an integer from 1 to 100')
+  .min(1, 'limit must be an integer from 1 to 100')
+  .max(100, 'limit must be an integer from 1 to 100')
+  .default(20);
+
+const singleQueryValue = z.string({ message: 'must be given once' });
+
+export const currencyCode = z.string().regex(/^[A-Z]{3}$/, 'Must be a three-letter upper-case ISO 4217 code');
+
+const httpsUrl = z
+  .string()
+  .max(2048)
+  .refine((v) => {
+    try {
+      return new URL(v).protocol === 'https:';
+    } catch {
+      return false;
+    }
+  }, 'Must be an absolute https URL');
+
+const phone = z.string().transform((value, ctx) => {
+  const normalised = normalisePhone(value);
+  if (normalised === null) {
+    ctx.addIssue({ code: 'custom', message: 'Must be an E.164 phone number or an Iraqi local number' });
+    return z.NEVER;
+  }
+  return normalised;
+});
+
+const collectValue = z.enum(['required', 'optional', 'none']);
+
+export const lineItemIn = z.strictObject({
+  label: z.string().min(1).max(200),
+  amount: z.number().int().min(0),
+  quantity: z.number().int().min(1).max(100_000).optional(),
+  type: z.enum(lineItemTypes).optional(),
+});
+
+export const sessionIn = z.strictObject({
+  reference_id: z.string().min(1).max(128),
+  amount: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER),
+  currency: currencyCode,
+  line_items: z.array(lineItemIn).min(1).max(100),
+  payment_method_types: z.array(z.string().min(1).max(64)).min(1).max(20).optional(),
+  customer: z.strictObject({ phone: phone.optional(), name: z.string().min(1).max(120).optional() }).optional(),
+  collect: z
+    .strictObject({
+      phone: collectValue.optional(),
+      name: collectValue.optional(),
+      shipping_address: collectValue.optional(),
+    })
+    .optional(),
+  presentment: z.strictObject({ currency: currencyCode }).optional(),
+  locale: z.enum(['ar', 'ku', 'en']).optional(),
+  success_url: httpsUrl,
+  cancel_url: httpsUrl.optional(),
+  expires_at: z.iso.datetime({ offset: true, message: 'Must be an ISO 8601 date-time with a zone' }).optional(),
+  metadata: z
+    .record(z.string().min(1).max(40), z.string().max(500))
+    .refine((m) => Object.keys(m).length <= 50, 'At most 50 keys')
+    .optional(),
+});
+export type SessionIn = z.infer<typeof sessionIn>;
+
+export const sessionStatuses = ['open', 'processing', 'completed', 'expired', 'canceled'] as const;
+
+export const sessionListQuery = z.strictObject({
+  reference_id: singleQueryValue.max(128).optional(),
+  status: z.enum(sessionStatuses).optional(),
+  created_after: z.iso.datetime({ offset: true, message: 'Must be an ISO 8601 date-time with a zone' }).optional(),
+  limit: listLimit,
+  cursor: singleQueryValue.optional(),
+});
+
+export const eventListQuery = z.strictObject({
+  type: singleQueryValue.max(100).optional(),
+  since: z.iso.datetime({ offset: true, message: 'Must be an ISO 8601 date-time with a zone' }).optional(),
+  limit: listLimit,
+  cursor: singleQueryValue.optional(),
+});
+
+export const idParam = (name: string) => z.object({ [name]: z.string().min(1).max(100) });

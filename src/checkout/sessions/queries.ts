@@ -1,0 +1,40 @@
+import type { Db } from '../../db/knex';
+import type { KeyMode } from '../../keys/keys';
+import type { SessionRow } from './session-row';
+
+export interface MerchantScope {
+  merchantId: string;
+  mode: KeyMode;
+}
+
+/** The merchant's session in `mode`; another merchant's or mode's is null, like a missing one. */
+export async function getSession(db: Db, scope: MerchantScope, id: string): Promise<SessionRow | null> {
+  return (await db('checkout_sessions').where({ id, merchant_id: scope.merchantId, mode: scope.mode }).first()) ?? null;
+}
+
+/** One page of the merchant's sessions in `mode`, newest first, keyset-paged on (created_at, id). */
+export async function listSessions(
+  db: Db,
+  scope: MerchantScope,
+  opts: {
+    referenceId?: string;
+    status?: string;
+    createdAfter?: Date;
+    after?: { createdAt: string; id: string };
+    limit: number;
+  },
+) {
+  const query = db('checkout_sessions')
+    .where({ merchant_id: scope.merchantId, mode: scope.mode })
+    .orderBy([
+      { column: 'created_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
+    .limit(opts.limit + 1);
+  if (opts.referenceId !== undefined) query.andWhere({ reference_id: opts.referenceId });
+  if (opts.status !== undefined) query.andWhere({ status: opts.status });
+  if (opts.createdAfter !== undefined) query.andWhere('created_at', '>', opts.createdAfter);
+  if (opts.after) query.andWhereRaw('(created_at, id) < (?::timestamptz, ?)', [opts.after.createdAt, opts.after.id]);
+  const rows: SessionRow[] = await query;
+  return { rows: rows.slice(0, opts.limit), hasMore: rows.length > opts.limit };
+}
