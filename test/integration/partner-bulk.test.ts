@@ -612,6 +612,24 @@ describe('POST /products/bulk: check order (key, scope, Idempotency-Key, stored 
   beforeEach(() => stack.clock.freeze(new Date(Math.ceil(Date.now() / 600_000) * 600_000 + 5_000)));
   afterEach(() => stack.clock.unfreeze());
 
+  it('refuses malformed JSON in the framework shape ({message, type}) before the handler runs', async () => {
+    const s = await seller();
+    const res = await call(stack.baseUrl, 'POST', '/partner/v1/products/bulk', {
+      key: s.key,
+      idempotencyKey: idemKey(),
+      rawBody: '{"items": [{"external_sku": "A"',
+    });
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ message: expect.any(String), type: 'entity.parse.failed' });
+  });
+
+  it('refuses a live key in the sandbox with 401 api_key_wrong_environment', async () => {
+    const live = await seller({ env: 'live' });
+    const res = await live.api.bulkProducts({ items: [] });
+    expect(res.status).toBe(401);
+    expect(res.body.error.code).toBe('api_key_wrong_environment');
+  });
+
   it('checks the key before the scope, the Idempotency-Key and the body', async () => {
     const res = await call(stack.baseUrl, 'POST', '/partner/v1/products/bulk', { key: 'svc_sk_test_bogus', body: {} });
     expect(res.status).toBe(401);
@@ -709,6 +727,28 @@ describe('POST /products/bulk: idempotency', () => {
     const route = await s.api.bulkInventory({ items: [{ external_sku: 'X', on_hand: 1 }] }, key);
     expect(route.status).toBe(409);
     expect(route.body.error.code).toBe('idempotency_key_conflict');
+  });
+
+  it('answers 409 idempotency_key_in_progress while the first request with the key still runs', async () => {
+    const s = await seller();
+    const key = idemKey();
+    const body = { items: [{ external_sku: uniqueSku(), title: 'Slow', price_iqd: 1 }] };
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    upsertMock.mockImplementationOnce(async (...args) => {
+      await gate;
+      return realUpsert(...args);
+    });
+    const first = s.api.bulkProducts(body, key);
+    while (!(await stack.db('idempotency_records').where({ key, state: 'in_progress' }).first())) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    const second = await s.api.bulkProducts(body, key);
+    expect(second.status).toBe(409);
+    expect(second.body.error.code).toBe('idempotency_key_in_progress');
+    release();
+    expect((await first).status).toBe(200);
+    expect((await s.api.bulkProducts(body, key)).headers.get('idempotent-replayed')).toBe('true');
   });
 
   it('stores a 500 that came after a write and replays it; resending under a new key then updates', async () => {

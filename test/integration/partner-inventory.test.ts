@@ -17,11 +17,24 @@ const realInventory: typeof bulkUpdateInventory = jest.requireActual(
   '../../src/partner/inventory-bulk',
 ).bulkUpdateInventory;
 
+/** A list price the database refuses to store, to fail the price write after the stock write. */
+const FAILING_PRICE = 999_999_937;
+
 let stack: Stack;
 beforeAll(async () => {
   stack = await startStack();
+  await stack.db.raw(`
+    CREATE OR REPLACE FUNCTION test_fail_price_update() RETURNS trigger AS $$
+    BEGIN IF NEW.price = ${FAILING_PRICE} THEN RAISE EXCEPTION 'injected failure'; END IF; RETURN NEW; END $$
+    LANGUAGE plpgsql;
+    DROP TRIGGER IF EXISTS test_fail_price_update ON variants;
+    CREATE TRIGGER test_fail_price_update BEFORE UPDATE ON variants
+      FOR EACH ROW EXECUTE FUNCTION test_fail_price_update();`);
 });
-afterAll(() => stack.stop());
+afterAll(async () => {
+  await stack.db.raw('DROP TRIGGER IF EXISTS test_fail_price_update ON variants');
+  await stack.stop();
+});
 
 async function seller(opts: Parameters<typeof buildSeller>[1] = {}) {
   const s = await buildSeller(stack.db, opts);
@@ -157,6 +170,21 @@ describe('PATCH /inventory/bulk: writing', () => {
     expect(await levels(s.seller_id, second)).toEqual({ [s.locations[0].id]: 2 });
     expect((await variant(s.seller_id, sku)).price).toBe(10000);
     expect((await variant(s.seller_id, second)).price).toBe(11000);
+  });
+
+  it('rejects a row with internal_error when its price write fails after its stock write, which stays written', async () => {
+    const s = await seller();
+    const [failing, other] = [await product(s, { initial_stock: 1 }), await product(s, { initial_stock: 1 })];
+    const res = await s.api.bulkInventory({
+      items: [
+        { external_sku: failing, on_hand: 8, price_iqd: FAILING_PRICE },
+        { external_sku: other, on_hand: 3 },
+      ],
+    });
+    expect(res.status).toBe(200);
+    expect(res.body.results).toEqual([rejected(failing, 'internal_error'), accepted(other)]);
+    expect(await levels(s.seller_id, failing)).toEqual({ [s.locations[0].id]: 8 });
+    expect((await variant(s.seller_id, failing)).price).toBe(10000);
   });
 
   it('writes no adjustment audit entry for either field', async () => {

@@ -289,6 +289,13 @@ describe('GET /products', () => {
     expect(res.body.error.message).toContain('catalog:read');
   });
 
+  it('refuses a live key in the sandbox with 401 api_key_wrong_environment', async () => {
+    const live = await seller({ env: 'live' });
+    const res = await live.api.get('/products');
+    expect(res.status).toBe(401);
+    expect(res.body.error.code).toBe('api_key_wrong_environment');
+  });
+
   it('needs a key (401 invalid_api_key)', async () => {
     const res = await call(stack.baseUrl, 'GET', '/partner/v1/products');
     expect(res.status).toBe(401);
