@@ -6,11 +6,11 @@ import { storable } from './rows';
 import { parseRfc3339 } from './since';
 
 /** `limit` the Partner way: a non-positive-integer value is ignored (default), a larger one capped. */
-export function partnerLimit(raw: unknown, defaultLimit: number, max: number): number {
-  if (typeof raw !== 'string' || !/^[0-9]+$/.test(raw)) return defaultLimit;
+export function partnerLimit(raw: unknown, page: { defaultLimit: number; maxLimit: number }): number {
+  if (typeof raw !== 'string' || !/^[0-9]+$/.test(raw)) return page.defaultLimit;
   const n = Number(raw);
-  if (!Number.isSafeInteger(n) || n <= 0) return defaultLimit;
-  return Math.min(n, max);
+  if (!Number.isSafeInteger(n) || n <= 0) return page.defaultLimit;
+  return Math.min(n, page.maxLimit);
 }
 
 const invalidCursor = () =>

@@ -17,7 +17,7 @@ import {
   sinceParam,
   statusParam,
 } from './params';
-import { BULK_INVENTORY_ROWS, BULK_PRODUCT_ROWS, bulkItems } from './schemas';
+import { BULK_INVENTORY_ROWS, BULK_PRODUCT_ROWS, bulkItems, ORDERS_PAGE, PRODUCTS_PAGE } from './schemas';
 import { productOut } from './serializers';
 
 /** The Partner API under `/partner/v1`: eight operations, keyed by the seller's SKU. */
@@ -34,7 +34,7 @@ export function partnerRouter(deps: AppDeps): Router {
     const page = await listProducts(db, ctx.state.partner.sellerId, {
       status: statusParam(ctx.query),
       afterId: productsCursor(ctx.query) ?? undefined,
-      limit: partnerLimit(ctx.query.limit, 20, 100),
+      limit: partnerLimit(ctx.query.limit, PRODUCTS_PAGE),
     });
     const last = page.rows[page.rows.length - 1];
     ctx.body = {
@@ -86,7 +86,7 @@ export function partnerRouter(deps: AppDeps): Router {
     const page = await listOrders(db, ctx.state.partner.sellerId, {
       since: sinceParam(ctx.query),
       after: ordersCursor(ctx.query) ?? undefined,
-      limit: partnerLimit(ctx.query.limit, 50, 200),
+      limit: partnerLimit(ctx.query.limit, ORDERS_PAGE),
     });
     ctx.body = {
       data: page.data,

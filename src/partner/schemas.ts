@@ -4,6 +4,10 @@ import { isObject } from './rows';
 export const BULK_PRODUCT_ROWS = 50;
 export const BULK_INVENTORY_ROWS = 500;
 
+/** Page sizes of the list routes: `limit` defaults and caps. */
+export const PRODUCTS_PAGE = { defaultLimit: 20, maxLimit: 100 } as const;
+export const ORDERS_PAGE = { defaultLimit: 50, maxLimit: 200 } as const;
+
 /**
  * The bulk routes' only top-level check: `items` is an array of 1 to `max` rows (missing, not an
  * array or empty is issue `missing`; over the cap is `too_many`). Everything else is per row.
