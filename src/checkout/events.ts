@@ -27,13 +27,17 @@ export interface EventRow {
   created_at: Date;
 }
 
+/** The Postgres channel on which a recorded event's id is announced, delivered only on commit. */
+export const EVENTS_CHANNEL = 'svc_events';
+
 /**
  * Records one event in the caller's transaction: the transition and its event commit together
- * or not at all (transactional outbox).
+ * or not at all (transactional outbox). Its id is announced on EVENTS_CHANNEL when (and only if)
+ * the transaction commits, so webhook fan-out starts at once without the caller's help.
  */
 export async function recordEvent(
   trx: Db,
-  input: { merchantId: string; mode: KeyMode; type: EventType; object: unknown },
+  input: { merchantId: string; mode: KeyMode; type: EventType; object: unknown; now: Date },
 ): Promise<EventRow> {
   const [row] = await trx('events')
     .insert({
@@ -42,8 +46,10 @@ export async function recordEvent(
       mode: input.mode,
       type: input.type,
       data_object: JSON.stringify(input.object),
+      created_at: input.now,
     })
     .returning('*');
+  await trx.raw('SELECT pg_notify(?, ?)', [EVENTS_CHANNEL, row.id]);
   return row;
 }
 
