@@ -89,14 +89,25 @@ function batch(): Array<{ external_sku: string; on_hand: number; price_iqd: numb
   }));
 }
 
-/** Runs `fn` WARMUP times unmeasured, then ITERATIONS times measured; returns the times in ms. */
-async function measure(fn: () => Promise<void>): Promise<number[]> {
-  for (let i = 0; i < WARMUP; i++) await fn();
-  const times: number[] = [];
+/**
+ * Runs `a` and `b` WARMUP times each unmeasured, then ITERATIONS times each, alternating, so that
+ * both see the same background load; returns both lists of times in ms.
+ */
+async function measurePair(a: () => Promise<void>, b: () => Promise<void>): Promise<[number[], number[]]> {
+  for (let i = 0; i < WARMUP; i++) {
+    await a();
+    await b();
+  }
+  const times: [number[], number[]] = [[], []];
   for (let i = 0; i < ITERATIONS; i++) {
-    const start = performance.now();
-    await fn();
-    times.push(performance.now() - start);
+    for (const [fn, out] of [
+      [a, times[0]],
+      [b, times[1]],
+    ] as const) {
+      const start = performance.now();
+      await fn();
+      out.push(performance.now() - start);
+    }
   }
   return times;
 }
@@ -115,8 +126,8 @@ async function fetchOk(url: string, init: RequestInit): Promise<any> {
 }
 
 /** The bulk route: one 500-row PATCH per call, each under a new Idempotency-Key. */
-async function bulkRoute(b: Bench): Promise<number[]> {
-  return measure(async () => {
+function bulkRoute(b: Bench): () => Promise<void> {
+  return async () => {
     const body = await fetchOk(`${b.baseUrl}/partner/v1/inventory/bulk`, {
       method: 'PATCH',
       headers: {
@@ -128,12 +139,12 @@ async function bulkRoute(b: Bench): Promise<number[]> {
     });
     if (body.results.some((r: { status: string }) => r.status !== 'accepted'))
       throw new Error('a bench row was rejected');
-  });
+  };
 }
 
 /** The floor: the same 500-row update (stock at the primary location and list price, by SKU) as one statement. */
-async function rawFloor(b: Bench, pg: PgClient): Promise<number[]> {
-  return measure(async () => {
+function rawFloor(b: Bench, pg: PgClient): () => Promise<void> {
+  return async () => {
     const rows = batch();
     await pg.query(
       `WITH u AS (
@@ -152,20 +163,20 @@ async function rawFloor(b: Bench, pg: PgClient): Promise<number[]> {
         b.primaryLocationId,
       ],
     );
-  });
+  };
 }
 
-/** `GET /products?limit=100`, from the first page or after `afterId`; checks the page starts where it should. */
-async function page(b: Bench, afterIndex: number | null): Promise<number[]> {
+/** `GET /products?limit=100`, the first page or the one after `afterIndex`; checks it starts where it should. */
+function page(b: Bench, afterIndex: number | null): () => Promise<void> {
   const cursor = afterIndex === null ? '' : `&cursor=${encodeProductsCursor(b.productIds[afterIndex])}`;
   const expectedFirst = b.productIds[(afterIndex ?? b.productIds.length) - 1];
-  return measure(async () => {
+  return async () => {
     const body = await fetchOk(`${b.baseUrl}/partner/v1/products?limit=${PAGE_LIMIT}${cursor}`, {
       headers: { authorization: `Bearer ${b.key}` },
     });
     if (body.data.length !== PAGE_LIMIT || body.data[0].id !== expectedFirst)
       throw new Error('the page is not the expected one');
-  });
+  };
 }
 
 const median = (times: number[]) => percentile(times, 50);
@@ -235,12 +246,10 @@ async function main(): Promise<void> {
     };
 
     started = performance.now();
-    log(`Measuring (${WARMUP} warm-up + ${ITERATIONS} measured runs each)...`);
-    const bulk = await bulkRoute(bench);
-    const floor = await rawFloor(bench, pg);
-    const first = await page(bench, null);
+    log(`Measuring (${WARMUP} warm-up + ${ITERATIONS} measured runs each, each pair alternating)...`);
+    const [bulk, floor] = await measurePair(bulkRoute(bench), rawFloor(bench, pg));
     const deepAfter = Math.floor(PRODUCTS * 0.01); // 99% of the way down: the 991st of 1,000 pages
-    const deep = await page(bench, deepAfter);
+    const [first, deep] = await measurePair(page(bench, null), page(bench, deepAfter));
     log(`Measured in ${((performance.now() - started) / 1000).toFixed(1)} s.\n`);
 
     const bulkRatio = median(bulk) / median(floor);
