@@ -7,22 +7,23 @@ import { checkoutIdempotency } from '../http/idempotency';
 import { rateLimit } from '../http/rate-limit';
 import { input, validate } from '../http/validate';
 import type { CheckoutScope } from '../keys/scopes';
-import { signalSessionSettled, startSessionWorkflow } from '../temporal/sessions';
 import { checkoutCursor, nextCheckoutCursor } from './cursor';
 import { eventOut, getEvent, listEvents } from './events';
 import { listMerchantMethods } from './payment-methods';
 import { eventListQuery, idParam, sessionIn, sessionListQuery } from './schemas';
 import { paymentMethodOut } from './serializers';
 import { createSession } from './sessions/create-session';
+import type { SessionDeps } from './sessions/deps';
+import { expireSession } from './sessions/expire-session';
 import { getSession, listSessions } from './sessions/queries';
 import { sessionOut } from './sessions/session-row';
-import { expireOpenSession } from './sessions/transitions';
 
 /** The Checkout API's merchant routes under `/v1` (secret key). */
 export function checkoutRouter(deps: AppDeps): Router {
   const router = new Router({ prefix: '/v1' });
   const { db, clock, temporal, settings } = deps;
   const base = settings.PUBLIC_BASE_URL;
+  const sessions: SessionDeps = { db, clock, temporal, taskQueue: settings.TEMPORAL_TASK_QUEUE, publicBaseUrl: base };
   const perKey = rateLimit(
     db,
     clock,
@@ -41,14 +42,9 @@ export function checkoutRouter(deps: AppDeps): Router {
     idempotent('POST /checkout/sessions'),
     validate({ body: sessionIn }),
     async (ctx) => {
-      const result = await createSession(db, clock, ctx.state.checkout, input(ctx, { body: sessionIn }).body, base);
-      if (result.replaced)
-        await signalSessionSettled(temporal, result.replaced.id, 'expired', 'replaced by a new price');
-      const { session } = result;
-      const expiresInMs = new Date(session.expires_at).getTime() - clock().getTime();
-      await startSessionWorkflow(temporal, settings.TEMPORAL_TASK_QUEUE, { sessionId: session.id, expiresInMs });
+      const result = await createSession(sessions, ctx.state.checkout, input(ctx, { body: sessionIn }).body);
       ctx.status = result.created ? 201 : 200;
-      ctx.body = sessionOut(session, base);
+      ctx.body = sessionOut(result.session, base);
     },
   );
 
@@ -74,16 +70,8 @@ export function checkoutRouter(deps: AppDeps): Router {
   });
 
   router.post('/checkout/sessions/:id/expire', ...merchant('sessions:write'), validate(sessionParams), async (ctx) => {
-    const result = await expireOpenSession(db, {
-      sessionId: ctx.params.id,
-      scope: ctx.state.checkout,
-      publicBaseUrl: base,
-    });
-    if (!result) throw ApiError.notFound('session_not_found', 'No such checkout session.');
-    if (!result.changed)
-      throw ApiError.conflict('session_not_open', `The session is ${result.session.status}, not open.`);
-    await signalSessionSettled(temporal, result.session.id, 'expired', 'POST /expire');
-    ctx.body = sessionOut(result.session, base);
+    const session = await expireSession(sessions, ctx.state.checkout, ctx.params.id);
+    ctx.body = sessionOut(session, base);
   });
 
   router.get('/payment_methods', ...merchant('sessions:read'), async (ctx) => {

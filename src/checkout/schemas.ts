@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { eventTypes } from './events';
 import { lineItemTypes } from './money';
 import { normalisePhone } from './phone';
 
@@ -40,7 +41,7 @@ export const lineItemIn = z.strictObject({
   label: z.string().min(1).max(200),
   amount: z.number().int().min(0),
   quantity: z.number().int().min(1).max(100_000).optional(),
-  type: z.enum(lineItemTypes).optional(),
+  type: z.enum(lineItemTypes),
 });
 
 export const sessionIn = z.strictObject({
@@ -80,7 +81,7 @@ export const sessionListQuery = z.strictObject({
 });
 
 export const eventListQuery = z.strictObject({
-  type: singleQueryValue.max(100).optional(),
+  type: z.enum(eventTypes).optional(),
   since: z.iso.datetime({ offset: true, message: 'Must be an ISO 8601 date-time with a zone' }).optional(),
   limit: listLimit,
   cursor: singleQueryValue.optional(),

@@ -1,12 +1,12 @@
 import type { Db } from '../../db/knex';
 import { ApiError, ErrorDetail } from '../../http/errors';
-import type { KeyMode } from '../../keys/keys';
-import type { Clock } from '../../lib/clock';
 import { canonicalJson, sha256Hex } from '../../lib/hash';
 import { newId, randomString } from '../../lib/ids';
+import { signalSessionSettled, startSessionWorkflow } from '../../temporal/sessions';
 import { LineItem, lineItemsTotal, minorUnitExponents } from '../money';
 import { listMerchantMethods } from '../payment-methods';
 import type { SessionIn } from '../schemas';
+import type { MerchantScope, SessionDeps } from './deps';
 import { SessionRow } from './session-row';
 import { expireOpenSession } from './transitions';
 
@@ -16,9 +16,7 @@ export const sessionLifetime = { defaultMs: 60 * 60 * 1000, minMs: 5 * 60 * 1000
 const CODE_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';
 const CODE_LENGTH = 16;
 
-export interface CreateScope {
-  merchantId: string;
-  mode: KeyMode;
+export interface CreateScope extends MerchantScope {
   testMerchant: boolean;
 }
 
@@ -96,6 +94,14 @@ async function checkBusinessRules(db: Db, scope: CreateScope, input: SessionIn, 
   } else {
     // A test merchant never gets the test method by default: it must be asked for explicitly.
     methodTypes = enabled.filter((code) => !(scope.testMerchant && code === 'test'));
+    if (methodTypes.length === 0) {
+      throw new ApiError(
+        422,
+        'method_not_enabled',
+        'No payment method is enabled for this account and mode (on a test merchant, ask for test explicitly).',
+        [{ field: 'payment_method_types', issue: 'none_enabled' }],
+      );
+    }
   }
   return { expiresAt, methodTypes };
 }
@@ -115,28 +121,25 @@ async function presentment(db: Db, input: SessionIn) {
 
 /**
  * Creates a session, reconciling on (merchant, mode, reference_id): an open session with the same
- * amount, currency and line items is returned unchanged; one with another price is expired (with
- * its event) and replaced. An advisory lock serialises creates for one reference id.
+ * amount, currency and line items is returned unchanged; one with another price (or one whose
+ * `expires_at` has passed before its timer fired) is expired with its event and replaced. An
+ * advisory lock serialises creates for one reference id. The session's workflow is started before
+ * the row commits, so no committed session is ever without its expiry timer.
  */
-export async function createSession(
-  db: Db,
-  clock: Clock,
-  scope: CreateScope,
-  input: SessionIn,
-  publicBaseUrl: string,
-): Promise<CreateResult> {
+export async function createSession(deps: SessionDeps, scope: CreateScope, input: SessionIn): Promise<CreateResult> {
+  const { db, clock, publicBaseUrl } = deps;
   const now = clock();
   const lineItems: LineItem[] = input.line_items.map((i) => ({
     label: i.label,
     amount: i.amount,
     quantity: i.quantity ?? 1,
-    type: i.type ?? 'charge',
+    type: i.type,
   }));
   const { expiresAt, methodTypes } = await checkBusinessRules(db, scope, input, lineItems, now);
   const fx = await presentment(db, input);
   const priceKey = sha256Hex(canonicalJson({ amount: input.amount, currency: input.currency, line_items: lineItems }));
 
-  return db.transaction(async (trx) => {
+  const result = await db.transaction(async (trx): Promise<CreateResult> => {
     await trx.raw('SELECT pg_advisory_xact_lock(hashtextextended(?, 0))', [
       `session:${scope.merchantId}:${scope.mode}:${input.reference_id}`,
     ]);
@@ -144,17 +147,18 @@ export async function createSession(
       .where({ merchant_id: scope.merchantId, mode: scope.mode, reference_id: input.reference_id })
       .whereIn('status', ['open', 'processing'])
       .first();
-    if (open && open.price_key === priceKey) return { session: open, created: false, replaced: null };
     let replaced: SessionRow | null = null;
     if (open) {
-      const result = await expireOpenSession(trx, { sessionId: open.id, publicBaseUrl });
-      if (!result?.changed) {
+      const overdue = open.status === 'open' && new Date(open.expires_at).getTime() <= now.getTime();
+      if (open.price_key === priceKey && !overdue) return { session: open, created: false, replaced: null };
+      const expired = await expireOpenSession(trx, { sessionId: open.id, publicBaseUrl, now });
+      if (!expired?.changed) {
         throw ApiError.conflict(
           'session_not_open',
           'The earlier session for this reference_id has a payment in progress.',
         );
       }
-      replaced = result.session;
+      replaced = expired.session;
     }
     const [session]: SessionRow[] = await trx('checkout_sessions')
       .insert({
@@ -190,6 +194,14 @@ export async function createSession(
         updated_at: now,
       })
       .returning('*');
+    // Before commit: if the start fails the row rolls back; if the commit fails the timer finds no row.
+    await startSessionWorkflow(deps.temporal, deps.taskQueue, {
+      sessionId: session.id,
+      expiresInMs: expiresAt.getTime() - clock().getTime(),
+    });
     return { session, created: true, replaced };
   });
+  if (result.replaced)
+    await signalSessionSettled(deps.temporal, result.replaced.id, 'expired', 'replaced by a new price');
+  return result;
 }

@@ -1,11 +1,6 @@
 import type { Db } from '../../db/knex';
-import type { KeyMode } from '../../keys/keys';
+import type { MerchantScope } from './deps';
 import type { SessionRow } from './session-row';
-
-export interface MerchantScope {
-  merchantId: string;
-  mode: KeyMode;
-}
 
 /** The merchant's session in `mode`; another merchant's or mode's is null, like a missing one. */
 export async function getSession(db: Db, scope: MerchantScope, id: string): Promise<SessionRow | null> {

@@ -16,7 +16,13 @@ export interface TransitionResult {
  */
 export async function expireOpenSession(
   db: Db,
-  input: { sessionId: string; scope?: { merchantId: string; mode: KeyMode }; publicBaseUrl: string },
+  input: {
+    sessionId: string;
+    scope?: { merchantId: string; mode: KeyMode };
+    publicBaseUrl: string;
+    /** The transition's time (the injected clock): `updated_at` and the event's `created_at`. */
+    now: Date;
+  },
 ): Promise<TransitionResult | null> {
   const run = async (trx: Db) => {
     const where = {
@@ -25,7 +31,7 @@ export async function expireOpenSession(
     };
     const [expired]: SessionRow[] = await trx('checkout_sessions')
       .where({ ...where, status: 'open' })
-      .update({ status: 'expired', updated_at: trx.fn.now() })
+      .update({ status: 'expired', updated_at: input.now })
       .returning('*');
     if (expired) {
       await recordEvent(trx, {
@@ -33,6 +39,7 @@ export async function expireOpenSession(
         mode: expired.mode,
         type: 'checkout.session.expired',
         object: sessionOut(expired, input.publicBaseUrl),
+        now: input.now,
       });
       return { session: expired, changed: true };
     }

@@ -1,0 +1,24 @@
+import { ApiError } from '../../http/errors';
+import { signalSessionSettled } from '../../temporal/sessions';
+import type { MerchantScope, SessionDeps } from './deps';
+import type { SessionRow } from './session-row';
+import { expireOpenSession } from './transitions';
+
+/**
+ * `POST /checkout/sessions/{id}/expire`: expires an open session of this merchant and mode (with
+ * its event), then tells its workflow to drop the timer. Another merchant's or mode's session is
+ * `404 session_not_found`; a session that is not open is `409 session_not_open`.
+ */
+export async function expireSession(deps: SessionDeps, scope: MerchantScope, sessionId: string): Promise<SessionRow> {
+  const result = await expireOpenSession(deps.db, {
+    sessionId,
+    scope,
+    publicBaseUrl: deps.publicBaseUrl,
+    now: deps.clock(),
+  });
+  if (!result) throw ApiError.notFound('session_not_found', 'No such checkout session.');
+  if (!result.changed)
+    throw ApiError.conflict('session_not_open', `The session is ${result.session.status}, not open.`);
+  await signalSessionSettled(deps.temporal, sessionId, 'expired', 'POST /expire');
+  return result.session;
+}
