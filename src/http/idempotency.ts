@@ -6,7 +6,7 @@ import { ApiError } from './errors';
 
 /** How long a first outcome is kept against its key. */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
-/** A Partner request still `in_progress` after this long is taken to have died and may be run again. */
+/** A Partner request still `in_progress` after this long is taken to have died; it settles as a stored 500. */
 export const IN_PROGRESS_LEASE_MS = 2 * 60 * 1000;
 
 const CHECKOUT_KEY_PATTERN = /^[A-Za-z0-9_-]{8,128}$/;
@@ -22,6 +22,13 @@ interface RecordRow {
   response_body: unknown;
   created_at: Date;
 }
+
+const abandonedError = () =>
+  new ApiError(
+    500,
+    'internal_error',
+    'The first request with this Idempotency-Key did not finish. Check the current state, then resend under a new key.',
+  );
 
 const bodyHash = (ctx: Context) => sha256Hex(canonicalJson(ctx.request.body ?? null));
 
@@ -79,8 +86,7 @@ export function partnerIdempotency(db: Db, clock: Clock, route: string, render: 
       const row: RecordRow | undefined = await db('idempotency_records').where({ scope, key }).first();
       if (!row) continue; // purged between the two statements
       const age = now.getTime() - row.created_at.getTime();
-      const stale = age >= IDEMPOTENCY_TTL_MS || (row.state === 'in_progress' && age >= IN_PROGRESS_LEASE_MS);
-      if (stale) {
+      if (age >= IDEMPOTENCY_TTL_MS) {
         await db('idempotency_records').where({ scope, key, created_at: row.created_at }).delete();
         continue;
       }
@@ -90,11 +96,26 @@ export function partnerIdempotency(db: Db, clock: Clock, route: string, render: 
           'This Idempotency-Key was used with another body or route.',
         );
       }
-      if (row.state === 'in_progress') {
+      if (row.state === 'in_progress' && age < IN_PROGRESS_LEASE_MS) {
         throw ApiError.conflict(
           'idempotency_key_in_progress',
           'The first request with this Idempotency-Key is still running; retry shortly.',
         );
+      }
+      if (row.state === 'in_progress') {
+        // The first request died after claiming the key and its writes may have happened, so it
+        // is never run again: it is settled as a stored 500, like any failure after work began.
+        render(ctx, abandonedError());
+        await db('idempotency_records')
+          .where({ scope, key, state: 'in_progress', created_at: row.created_at })
+          .update({
+            state: 'done',
+            response_status: ctx.status,
+            response_body: JSON.stringify(ctx.body),
+            completed_at: now,
+          });
+        ctx.set('Idempotent-Replayed', 'true');
+        return;
       }
       return replay(ctx, row);
     }

@@ -4,6 +4,7 @@ import { partnerChainDeps, partnerStack } from '../../src/app';
 import { loadSettings } from '../../src/config';
 import { ApiError } from '../../src/http/errors';
 import { partnerChain } from '../../src/http/partner-chain';
+import { canonicalJson, sha256Hex } from '../../src/lib/hash';
 import { revokePartnerKey, setPartnerKeyScopes } from '../../src/ops/partner-keys';
 import { buildSeller } from '../helpers/factories';
 import { call } from '../helpers/http';
@@ -334,6 +335,36 @@ describe('Partner idempotency', () => {
     const fixed = await post('bulk-a', seller.key, t, { items: [1], tag: t });
     expect(fixed.status).toBe(200);
     expect(fixed.headers.get('idempotent-replayed')).toBeNull();
+  });
+
+  it('settles a request that died while in progress as a stored 500 after 2 minutes, never running it again', async () => {
+    const seller = await buildSeller(stack.db);
+    const t = tag();
+    const body = { items: [1], tag: t };
+    const claim = (ageMs: number) =>
+      stack.db('idempotency_records').insert({
+        scope: `partner:${seller.keyId}`,
+        key: t,
+        route: 'bulk-a',
+        body_hash: sha256Hex(canonicalJson(body)),
+        state: 'in_progress',
+        created_at: new Date(Date.now() - ageMs),
+      });
+    await claim(60_000);
+    const young = await post('bulk-a', seller.key, t, body);
+    expect(young.status).toBe(409);
+    expect(young.body.error.code).toBe('idempotency_key_in_progress');
+
+    await stack.db('idempotency_records').where({ key: t }).delete();
+    await claim(2 * 60_000 + 1000);
+    const settled = await post('bulk-a', seller.key, t, body);
+    expect(settled.status).toBe(500);
+    expect(settled.body.error.code).toBe('internal_error');
+    expect(settled.headers.get('idempotent-replayed')).toBe('true');
+    const again = await post('bulk-a', seller.key, t, body);
+    expect(again.status).toBe(500);
+    expect(again.body).toEqual(settled.body);
+    expect(executions.get(t)).toBeUndefined();
   });
 
   it('stores a 500 and replays it', async () => {
