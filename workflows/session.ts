@@ -16,7 +16,10 @@ export async function sessionWorkflow({ expiresInMs, sessionId }: SessionWorkflo
   setHandler(sessionSettledSignal, ({ status }) => {
     settled = status;
   });
-  if (await condition(() => settled !== null, Math.max(expiresInMs, 1))) return settled!;
+  const settledFirst = await condition(() => settled !== null, Math.max(expiresInMs, 1), {
+    summary: 'until expires_at, unless settled first',
+  });
+  if (settledFirst) return settled!;
   const { status } = await expireSession({ sessionId });
   return status;
 }
