@@ -10,6 +10,8 @@ import { checkoutRequestId, partnerRequestId } from './http/request-id';
 import { partnerRouter } from './partner/routes';
 import { checkoutRouter } from './checkout/routes';
 import type { PartnerChainDeps } from './http/partner-chain';
+import { webhookRoutes } from './checkout/webhook-routes';
+import type { WebhookRuntime } from './webhooks/runtime';
 
 /** What the HTTP app needs from the outside world. */
 export interface AppDeps {
@@ -18,6 +20,8 @@ export interface AppDeps {
   clock: Clock;
   /** Temporal client; handlers start and signal workflows through it. */
   temporal: Client;
+  /** Webhook secrets cipher, resolver and allow-list; built from `settings` when absent. */
+  webhooks?: WebhookRuntime;
 }
 
 /** Mounts `middleware` only for paths under `prefix` (a whole segment), which it then owns entirely. */
@@ -58,7 +62,7 @@ export function createApp(deps: AppDeps): Koa {
   const app = new Koa({ proxy: true });
   app.silent = true; // errors are rendered and logged by the per-API middleware
   app.use(partnerStack(deps, partnerRouter(deps)));
-  app.use(checkoutStack(deps, checkoutRouter(deps)));
+  app.use(checkoutStack(deps, webhookRoutes(checkoutRouter(deps), deps)));
   app.use(async (ctx, next) => {
     await next();
     if (ctx.body === undefined && ctx.status === 404) ctx.body = { message: 'Not Found', type: 'not_found' };

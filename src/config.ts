@@ -24,6 +24,13 @@ const settingsSchema = z.object({
         .map((h) => h.trim().toLowerCase())
         .filter(Boolean),
     ),
+  /** 32 bytes (64 hex digits or base64) encrypting webhook signing secrets; unset: a logged development key. */
+  WEBHOOK_SECRET_KEY: z
+    .string()
+    .regex(/^(?:[0-9a-fA-F]{64}|[A-Za-z0-9+/_-]{43}=?)$/, 'must be 32 bytes as 64 hex digits or base64')
+    .optional(),
+  /** A PEM file of extra certificate authorities webhook deliveries trust (a local receiver's self-signed cert). */
+  WEBHOOK_EXTRA_CA_PATH: z.string().min(1).optional(),
   TEST_PHONE: z
     .string()
     .regex(/^\+[1-9][0-9]{6,14}$/)

@@ -7,7 +7,9 @@ import { AppDeps, createApp } from '../../src/app';
 import { loadSettings, Settings } from '../../src/config';
 import { createDb, Db } from '../../src/db/knex';
 import { setLogLevel } from '../../src/lib/log';
+import { webhookRuntime } from '../../src/webhooks/runtime';
 import { createWorker } from '../../src/worker/create-worker';
+import { testResolver } from './https-receiver';
 import { RunEnv, runEnvFile } from './run-env';
 
 /** A clock tests can move forward; the app and activities read it. */
@@ -89,6 +91,7 @@ export async function startStack(overrides: Record<string, string> = {}): Promis
     ...overrides,
   });
   const taskQueue = `test-${Math.random().toString(36).slice(2)}`;
+  const webhooks = webhookRuntime(settings, { resolve: testResolver });
 
   const startWorker = async () => {
     const worker: Worker = await createWorker({
@@ -108,7 +111,13 @@ export async function startStack(overrides: Record<string, string> = {}): Promis
     await current.running;
   };
 
-  const deps: AppDeps = { db, settings: { ...settings, TEMPORAL_TASK_QUEUE: taskQueue }, clock, temporal: env.client };
+  const deps: AppDeps = {
+    db,
+    settings: { ...settings, TEMPORAL_TASK_QUEUE: taskQueue },
+    clock,
+    temporal: env.client,
+    webhooks,
+  };
   server.on('request', createApp(deps).callback());
 
   return {

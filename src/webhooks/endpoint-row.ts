@@ -1,0 +1,40 @@
+import type { KeyMode } from '../keys/keys';
+
+/** A `webhook_endpoints` row. */
+export interface EndpointRow {
+  id: string;
+  merchant_id: string;
+  mode: KeyMode;
+  url: string;
+  events: string[];
+  status: 'enabled' | 'disabled';
+  disabled_reason: string | null;
+  description: string | null;
+  secret_ciphertext: string;
+  previous_secret_ciphertext: string | null;
+  previous_secret_expires_at: Date | null;
+  failing_since: Date | null;
+  last_success_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** The Webhook endpoint object (never the secret; create and rotate add it themselves). */
+export function endpointOut(row: EndpointRow) {
+  return {
+    id: row.id,
+    object: 'webhook_endpoint',
+    url: row.url,
+    events: row.events,
+    mode: row.mode,
+    status: row.status,
+    disabled_reason: row.disabled_reason,
+    description: row.description,
+    created_at: new Date(row.created_at).toISOString(),
+  };
+}
+
+/** True when an endpoint subscribed with `events` gets events of `type`. */
+export function subscribes(events: readonly string[], type: string): boolean {
+  return events.includes('*') || events.includes(type);
+}

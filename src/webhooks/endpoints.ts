@@ -1,0 +1,153 @@
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { ApiError } from '../http/errors';
+import { newId } from '../lib/ids';
+import { log } from '../lib/log';
+import { endpointDeletedSignal } from './delivery-messages';
+import type { MerchantScope, WebhookDeps } from './deps';
+import type { EndpointRow } from './endpoint-row';
+import { ROTATION_OVERLAP_MS } from './schedule';
+import type { EndpointIn, EndpointPatch } from './schemas';
+import { newSigningSecret } from './signing';
+import { checkWebhookUrl } from './url-safety';
+import type { WebhookRuntime } from './runtime';
+
+const notFound = () => ApiError.notFound('endpoint_not_found', 'No such webhook endpoint.');
+
+/** Refuses an unsafe target with `400 validation_error`, details `[{ field: 'url', issue }]`. */
+async function assertSafeUrl(runtime: WebhookRuntime, url: string): Promise<void> {
+  const check = await checkWebhookUrl(url, runtime);
+  if (!check.ok) throw ApiError.validation(check.message, [{ field: 'url', issue: check.issue }]);
+}
+
+/** `POST /webhook_endpoints`: registers an enabled endpoint of the key's mode; the secret is returned only here. */
+export async function createEndpoint(
+  deps: WebhookDeps,
+  scope: MerchantScope,
+  input: EndpointIn,
+): Promise<{ endpoint: EndpointRow; secret: string }> {
+  if (input.mode !== scope.mode) {
+    throw ApiError.forbidden('mode_mismatch', `A ${scope.mode} key cannot register a ${input.mode} endpoint.`);
+  }
+  await assertSafeUrl(deps.runtime, input.url);
+  const id = newId('we');
+  const secret = newSigningSecret();
+  const now = deps.clock();
+  const [endpoint] = await deps
+    .db('webhook_endpoints')
+    .insert({
+      id,
+      merchant_id: scope.merchantId,
+      mode: scope.mode,
+      url: input.url,
+      events: JSON.stringify(input.events),
+      status: 'enabled',
+      description: input.description ?? null,
+      secret_ciphertext: deps.runtime.cipher.encrypt(secret, id),
+      created_at: now,
+      updated_at: now,
+    })
+    .returning('*');
+  return { endpoint, secret };
+}
+
+/** The merchant's endpoints in this mode, newest first. */
+export async function listEndpoints(deps: Pick<WebhookDeps, 'db'>, scope: MerchantScope): Promise<EndpointRow[]> {
+  return deps
+    .db('webhook_endpoints')
+    .where({ merchant_id: scope.merchantId, mode: scope.mode })
+    .orderBy([
+      { column: 'created_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ]);
+}
+
+/** The merchant's endpoint in this mode; another merchant's or mode's is `404 endpoint_not_found`. */
+export async function getEndpoint(
+  deps: Pick<WebhookDeps, 'db'>,
+  scope: MerchantScope,
+  id: string,
+): Promise<EndpointRow> {
+  const row = await deps.db('webhook_endpoints').where({ id, merchant_id: scope.merchantId, mode: scope.mode }).first();
+  if (!row) throw notFound();
+  return row;
+}
+
+/**
+ * `PATCH /webhook_endpoints/{id}`: url (checked again), events, status, description. Enabling a
+ * disabled endpoint clears disabled_reason and restarts its failure clock.
+ */
+export async function updateEndpoint(
+  deps: WebhookDeps,
+  scope: MerchantScope,
+  id: string,
+  patch: EndpointPatch,
+): Promise<EndpointRow> {
+  if (patch.url !== undefined) await assertSafeUrl(deps.runtime, patch.url);
+  const { db } = deps;
+  const changes: Record<string, unknown> = { updated_at: deps.clock() };
+  if (patch.url !== undefined) changes.url = patch.url;
+  if (patch.events !== undefined) changes.events = JSON.stringify(patch.events);
+  if (patch.description !== undefined) changes.description = patch.description;
+  if (patch.status === 'enabled') {
+    changes.status = 'enabled';
+    changes.disabled_reason = null;
+    changes.failing_since = db.raw(`CASE WHEN status = 'disabled' THEN NULL ELSE failing_since END`);
+  } else if (patch.status === 'disabled') {
+    changes.status = 'disabled';
+    changes.disabled_reason = db.raw(`CASE WHEN status = 'disabled' THEN disabled_reason ELSE NULL END`);
+  }
+  const [row] = await db('webhook_endpoints')
+    .where({ id, merchant_id: scope.merchantId, mode: scope.mode })
+    .update(changes)
+    .returning('*');
+  if (!row) throw notFound();
+  return row;
+}
+
+/**
+ * `DELETE /webhook_endpoints/{id}`: deletes the row (its secrets with it), then tells the delivery
+ * workflow, which records its scheduled retries as `endpoint_deleted` and stops. Should the signal
+ * not arrive, each retry finds the endpoint gone when it comes due and does the same.
+ */
+export async function deleteEndpoint(deps: WebhookDeps, scope: MerchantScope, id: string): Promise<void> {
+  const deleted = await deps
+    .db('webhook_endpoints')
+    .where({ id, merchant_id: scope.merchantId, mode: scope.mode })
+    .delete()
+    .returning('id');
+  if (deleted.length === 0) throw notFound();
+  try {
+    await deps.temporal.workflow.getHandle(id).signal(endpointDeletedSignal);
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return; // nothing was ever delivered to it
+    log.warn('could not signal the delivery workflow of a deleted endpoint', {
+      endpoint_id: id,
+      error: err instanceof Error ? err.message : String(err),
+    });
+  }
+}
+
+/**
+ * `POST /webhook_endpoints/{id}/rotate_secret`: a new secret signs from now on; the one it replaces
+ * keeps signing beside it for 24 hours (an older one still in its overlap stops at once).
+ */
+export async function rotateSecret(
+  deps: WebhookDeps,
+  scope: MerchantScope,
+  id: string,
+): Promise<{ endpoint: EndpointRow; secret: string }> {
+  const secret = newSigningSecret();
+  const now = deps.clock();
+  const [endpoint] = await deps
+    .db('webhook_endpoints')
+    .where({ id, merchant_id: scope.merchantId, mode: scope.mode })
+    .update({
+      previous_secret_ciphertext: deps.db.ref('secret_ciphertext'),
+      previous_secret_expires_at: new Date(now.getTime() + ROTATION_OVERLAP_MS),
+      secret_ciphertext: deps.runtime.cipher.encrypt(secret, id),
+      updated_at: now,
+    })
+    .returning('*');
+  if (!endpoint) throw notFound();
+  return { endpoint, secret };
+}

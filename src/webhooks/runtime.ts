@@ -1,0 +1,47 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { Settings } from '../config';
+import { log } from '../lib/log';
+import { parseSecretKey, secretCipher, SecretCipher } from './secret-crypto';
+import { Resolver, systemResolver } from './url-safety';
+
+/** What the webhook services and the delivery activity take from the outside world. */
+export interface WebhookRuntime {
+  /** Hosts allowed as targets although they are local or resolve to non-public addresses (dev and tests). */
+  allowedHosts: readonly string[];
+  /** Encrypts and decrypts signing secrets at rest. */
+  cipher: SecretCipher;
+  /** Host name resolution, used for the safety check and for the connection (one lookup, one address). */
+  resolve: Resolver;
+  /** Extra certificate authorities (PEM) trusted beside Node's roots, never instead of verification. */
+  extraCa: string[];
+}
+
+/** A well-known key, used only when WEBHOOK_SECRET_KEY is unset (development); never for real secrets. */
+const DEVELOPMENT_KEY = createHash('sha256').update('svc-payments development webhook secret key').digest();
+let warned = false;
+
+type WebhookSettings = Pick<Settings, 'WEBHOOK_ALLOWED_HOSTS' | 'WEBHOOK_SECRET_KEY' | 'WEBHOOK_EXTRA_CA_PATH'>;
+
+/** The runtime from settings; `overrides` replace parts of it (tests inject a resolver). */
+export function webhookRuntime(settings: WebhookSettings, overrides: Partial<WebhookRuntime> = {}): WebhookRuntime {
+  let key = settings.WEBHOOK_SECRET_KEY ? parseSecretKey(settings.WEBHOOK_SECRET_KEY) : null;
+  if (settings.WEBHOOK_SECRET_KEY && !key) throw new Error('WEBHOOK_SECRET_KEY is not a 32-byte key');
+  if (!key) {
+    if (!warned) {
+      warned = true;
+      log.warn(
+        'WEBHOOK_SECRET_KEY is not set: webhook signing secrets are encrypted with the public development key; ' +
+          'set a random 32-byte key (openssl rand -hex 32) anywhere but a development machine',
+      );
+    }
+    key = DEVELOPMENT_KEY;
+  }
+  return {
+    allowedHosts: settings.WEBHOOK_ALLOWED_HOSTS,
+    cipher: secretCipher(key),
+    resolve: systemResolver,
+    extraCa: settings.WEBHOOK_EXTRA_CA_PATH ? [readFileSync(settings.WEBHOOK_EXTRA_CA_PATH, 'utf8')] : [],
+    ...overrides,
+  };
+}

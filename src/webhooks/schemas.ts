@@ -1,0 +1,33 @@
+import { z } from 'zod';
+import { eventTypes } from '../checkout/events';
+
+/** An event type, or `*` for every type. */
+const eventSelector = z.enum([...eventTypes, '*'], { message: `Must be an event type or *` });
+
+const events = z
+  .array(eventSelector)
+  .min(1, 'At least one event type, or *')
+  .max(eventTypes.length + 1)
+  .transform((list) => [...new Set(list)]);
+
+/** The URL's shape only; whether it is a safe target is the URL-safety check's business. */
+const url = z.string().min(1).max(2048);
+const description = z.string().max(200, 'At most 200 characters').nullable();
+
+export const endpointIn = z.strictObject({
+  url,
+  events,
+  mode: z.enum(['live', 'test']),
+  description: description.optional(),
+});
+export type EndpointIn = z.infer<typeof endpointIn>;
+
+export const endpointPatch = z.strictObject({
+  url: url.optional(),
+  events: events.optional(),
+  status: z.enum(['enabled', 'disabled']).optional(),
+  description: description.optional(),
+});
+export type EndpointPatch = z.infer<typeof endpointPatch>;
+
+export const testEventIn = z.strictObject({ type: z.enum(eventTypes) });
