@@ -4,7 +4,7 @@ import { canonicalJson, sha256Hex } from '../../lib/hash';
 import { newId, randomString } from '../../lib/ids';
 import { signalSessionSettled, startSessionWorkflow } from '../../temporal/sessions';
 import { LineItem, lineItemsTotal, minorUnitExponents } from '../money';
-import { listMerchantMethods } from '../payment-methods';
+import { methodsForMode } from '../payment-methods';
 import type { SessionIn } from '../schemas';
 import type { MerchantScope, SessionDeps } from './deps';
 import { SessionRow } from './session-row';
@@ -28,6 +28,30 @@ export interface CreateResult {
   replaced: SessionRow | null;
 }
 
+/** What the create checks read from Postgres, fetched in one round trip. */
+interface MerchantSettings {
+  returnHosts: string[];
+  methods: Map<string, boolean>;
+  /** The rate from the session currency to the presentment currency, if one is recorded. */
+  fxRate: number | null;
+}
+
+async function merchantSettings(db: Db, scope: MerchantScope, input: SessionIn): Promise<MerchantSettings> {
+  const { rows } = await db.raw(
+    `SELECT (SELECT coalesce(array_agg(host), '{}') FROM merchant_return_hosts WHERE merchant_id = ?) AS hosts,
+            (SELECT coalesce(json_object_agg(code, enabled), '{}') FROM merchant_methods
+              WHERE merchant_id = ? AND mode = ?) AS methods,
+            (SELECT rate FROM fx_rates WHERE from_currency = ? AND to_currency = ?) AS fx_rate`,
+    [scope.merchantId, scope.merchantId, scope.mode, input.currency, input.presentment?.currency ?? input.currency],
+  );
+  const row: { hosts: string[]; methods: Record<string, boolean>; fx_rate: string | null } = rows[0];
+  return {
+    returnHosts: row.hosts,
+    methods: new Map(Object.entries(row.methods)),
+    fxRate: row.fx_rate === null ? null : Number(row.fx_rate),
+  };
+}
+
 /** Host rule: exact names, or `*.example.com` for any sub-domain of example.com. */
 function hostAllowed(host: string, allowed: string[]): boolean {
   const h = host.toLowerCase();
@@ -40,10 +64,10 @@ function unsupportedCurrency(field: string, code: string): ApiError {
   ]);
 }
 
-/** The checks zod cannot make alone: currencies, the amount rule, hosts, expiry, methods. */
-async function checkBusinessRules(db: Db, scope: CreateScope, input: SessionIn, lineItems: LineItem[], now: Date) {
-  if (!(input.currency in minorUnitExponents)) throw unsupportedCurrency('currency', input.currency);
-  if (input.presentment && !(input.presentment.currency in minorUnitExponents)) {
+/** Currencies and the amount rule: checks that need nothing from Postgres. */
+function checkAmounts(input: SessionIn, lineItems: LineItem[]): void {
+  if (!Object.hasOwn(minorUnitExponents, input.currency)) throw unsupportedCurrency('currency', input.currency);
+  if (input.presentment && !Object.hasOwn(minorUnitExponents, input.presentment.currency)) {
     throw unsupportedCurrency('presentment.currency', input.presentment.currency);
   }
   const total = lineItemsTotal(lineItems);
@@ -52,10 +76,12 @@ async function checkBusinessRules(db: Db, scope: CreateScope, input: SessionIn, 
       { field: 'line_items', issue: 'sum_differs' },
     ]);
   }
+}
 
-  const hosts: string[] = await db('merchant_return_hosts').where({ merchant_id: scope.merchantId }).pluck('host');
+/** Return hosts, expiry, methods and presentment, against the merchant's settings. */
+function checkMerchantRules(scope: CreateScope, input: SessionIn, settings: MerchantSettings, now: Date) {
   const badHosts: ErrorDetail[] = (['success_url', 'cancel_url'] as const)
-    .filter((f) => input[f] !== undefined && !hostAllowed(new URL(input[f]!).hostname, hosts))
+    .filter((f) => input[f] !== undefined && !hostAllowed(new URL(input[f]!).hostname, settings.returnHosts))
     .map((field) => ({ field, issue: 'host_not_allowed' }));
   if (badHosts.length > 0) {
     throw new ApiError(
@@ -74,8 +100,9 @@ async function checkBusinessRules(db: Db, scope: CreateScope, input: SessionIn, 
     ]);
   }
 
-  const methods = await listMerchantMethods(db, scope.merchantId, scope.mode);
-  const enabled = methods.filter((m) => m.enabled).map((m) => m.code);
+  const enabled = methodsForMode(scope.mode, settings.methods)
+    .filter((m) => m.enabled)
+    .map((m) => m.code);
   let methodTypes: string[];
   if (input.payment_method_types) {
     const notEnabled = input.payment_method_types
@@ -103,28 +130,32 @@ async function checkBusinessRules(db: Db, scope: CreateScope, input: SessionIn, 
       );
     }
   }
-  return { expiresAt, methodTypes };
+
+  let presentment: { currency: string; fx_rate: number } | null = null;
+  if (input.presentment) {
+    const to = input.presentment.currency;
+    if (to !== input.currency && settings.fxRate === null) {
+      throw new ApiError(400, 'unsupported_currency', `No exchange rate from ${input.currency} to ${to} is recorded.`, [
+        { field: 'presentment.currency', issue: 'no_fx_rate' },
+      ]);
+    }
+    presentment = { currency: to, fx_rate: to === input.currency ? 1 : settings.fxRate! };
+  }
+  return { expiresAt, methodTypes, presentment };
 }
 
-async function presentment(db: Db, input: SessionIn) {
-  if (!input.presentment) return null;
-  const to = input.presentment.currency;
-  if (to === input.currency) return { currency: to, fx_rate: 1 };
-  const row = await db('fx_rates').where({ from_currency: input.currency, to_currency: to }).first('rate');
-  if (!row) {
-    throw new ApiError(400, 'unsupported_currency', `No exchange rate from ${input.currency} to ${to} is recorded.`, [
-      { field: 'presentment.currency', issue: 'no_fx_rate' },
-    ]);
-  }
-  return { currency: to, fx_rate: Number(row.rate) };
-}
+/** The at most one open (or processing) session per (merchant, mode, reference_id), as the insert's arbiter. */
+const ONE_OPEN = `(merchant_id, mode, reference_id) WHERE status IN ('open', 'processing')`;
 
 /**
  * Creates a session, reconciling on (merchant, mode, reference_id): an open session with the same
  * amount, currency and line items is returned unchanged; one with another price (or one whose
- * `expires_at` has passed before its timer fired) is expired with its event and replaced. An
- * advisory lock serialises creates for one reference id. The session's workflow is started before
- * the row commits, so no committed session is ever without its expiry timer.
+ * `expires_at` has passed before its timer fired) is expired with its event and replaced.
+ *
+ * A new reference id costs one INSERT, which the partial unique index refuses when a session is
+ * still open; only then does a transaction, serialised per reference id by an advisory lock,
+ * reconcile. The session's workflow (id = session id) starts before the row is written, so no
+ * committed session is ever without its expiry timer, and no database connection waits on Temporal.
  */
 export async function createSession(deps: SessionDeps, scope: CreateScope, input: SessionIn): Promise<CreateResult> {
   const { db, clock, publicBaseUrl } = deps;
@@ -135,11 +166,56 @@ export async function createSession(deps: SessionDeps, scope: CreateScope, input
     quantity: i.quantity ?? 1,
     type: i.type,
   }));
-  const { expiresAt, methodTypes } = await checkBusinessRules(db, scope, input, lineItems, now);
-  const fx = await presentment(db, input);
+  checkAmounts(input, lineItems);
+  const { expiresAt, methodTypes, presentment } = checkMerchantRules(
+    scope,
+    input,
+    await merchantSettings(db, scope, input),
+    now,
+  );
   const priceKey = sha256Hex(canonicalJson({ amount: input.amount, currency: input.currency, line_items: lineItems }));
+  const row = {
+    id: newId('cs', scope.mode),
+    merchant_id: scope.merchantId,
+    mode: scope.mode,
+    code: randomString(CODE_LENGTH, CODE_ALPHABET),
+    status: 'open',
+    payment_status: 'unpaid',
+    reference_id: input.reference_id,
+    amount: input.amount,
+    currency: input.currency,
+    line_items: JSON.stringify(lineItems),
+    price_key: priceKey,
+    payment_method_types: JSON.stringify(methodTypes),
+    customer: JSON.stringify({
+      phone: input.customer?.phone ?? null,
+      name: input.customer?.name ?? null,
+      address: null,
+    }),
+    collect: JSON.stringify({
+      phone: input.collect?.phone ?? 'required',
+      name: input.collect?.name ?? 'required',
+      shipping_address: input.collect?.shipping_address ?? 'none',
+    }),
+    presentment: presentment ? JSON.stringify(presentment) : null,
+    locale: input.locale ?? 'ar',
+    success_url: input.success_url,
+    cancel_url: input.cancel_url ?? null,
+    metadata: JSON.stringify(input.metadata ?? {}),
+    expires_at: expiresAt,
+    created_at: now,
+    updated_at: now,
+  };
 
-  const result = await db.transaction(async (trx): Promise<CreateResult> => {
+  // A create that ends up writing nothing tells its workflow to stop (a missed signal finds no row later).
+  await startSessionWorkflow(deps.temporal, deps.taskQueue, {
+    sessionId: row.id,
+    expiresInMs: expiresAt.getTime() - clock().getTime(),
+  });
+  const discard = (by: string) => signalSessionSettled(deps.temporal, row.id, 'discarded', by);
+
+  /** Returns the open session at the same price, or replaces it; undefined when none is open any more. */
+  const reconcile = async (trx: Db): Promise<CreateResult | undefined> => {
     await trx.raw('SELECT pg_advisory_xact_lock(hashtextextended(?, 0))', [
       `session:${scope.merchantId}:${scope.mode}:${input.reference_id}`,
     ]);
@@ -147,61 +223,39 @@ export async function createSession(deps: SessionDeps, scope: CreateScope, input
       .where({ merchant_id: scope.merchantId, mode: scope.mode, reference_id: input.reference_id })
       .whereIn('status', ['open', 'processing'])
       .first();
-    let replaced: SessionRow | null = null;
-    if (open) {
-      const overdue = open.status === 'open' && new Date(open.expires_at).getTime() <= now.getTime();
-      if (open.price_key === priceKey && !overdue) return { session: open, created: false, replaced: null };
-      const expired = await expireOpenSession(trx, { sessionId: open.id, publicBaseUrl, now });
-      if (!expired?.changed) {
-        throw ApiError.conflict(
-          'session_not_open',
-          'The earlier session for this reference_id has a payment in progress.',
-        );
-      }
-      replaced = expired.session;
+    if (!open) return undefined;
+    const overdue = open.status === 'open' && new Date(open.expires_at).getTime() <= now.getTime();
+    if (open.price_key === priceKey && !overdue) return { session: open, created: false, replaced: null };
+    const expired = await expireOpenSession(trx, { sessionId: open.id, publicBaseUrl, now });
+    if (!expired?.changed) {
+      throw ApiError.conflict(
+        'session_not_open',
+        'The earlier session for this reference_id has a payment in progress.',
+      );
     }
-    const [session]: SessionRow[] = await trx('checkout_sessions')
-      .insert({
-        id: newId('cs', scope.mode),
-        merchant_id: scope.merchantId,
-        mode: scope.mode,
-        code: randomString(CODE_LENGTH, CODE_ALPHABET),
-        status: 'open',
-        payment_status: 'unpaid',
-        reference_id: input.reference_id,
-        amount: input.amount,
-        currency: input.currency,
-        line_items: JSON.stringify(lineItems),
-        price_key: priceKey,
-        payment_method_types: JSON.stringify(methodTypes),
-        customer: JSON.stringify({
-          phone: input.customer?.phone ?? null,
-          name: input.customer?.name ?? null,
-          address: null,
-        }),
-        collect: JSON.stringify({
-          phone: input.collect?.phone ?? 'required',
-          name: input.collect?.name ?? 'required',
-          shipping_address: input.collect?.shipping_address ?? 'none',
-        }),
-        presentment: fx ? JSON.stringify(fx) : null,
-        locale: input.locale ?? 'ar',
-        success_url: input.success_url,
-        cancel_url: input.cancel_url ?? null,
-        metadata: JSON.stringify(input.metadata ?? {}),
-        expires_at: expiresAt,
-        created_at: now,
-        updated_at: now,
-      })
-      .returning('*');
-    // Before commit: if the start fails the row rolls back; if the commit fails the timer finds no row.
-    await startSessionWorkflow(deps.temporal, deps.taskQueue, {
-      sessionId: session.id,
-      expiresInMs: expiresAt.getTime() - clock().getTime(),
-    });
-    return { session, created: true, replaced };
-  });
-  if (result.replaced)
+    const [session]: SessionRow[] = await trx('checkout_sessions').insert(row).returning('*');
+    return { session, created: true, replaced: expired.session };
+  };
+
+  let result: CreateResult | undefined;
+  try {
+    // An open session that vanishes between the refused INSERT and the lock (its timer fired) just means: try again.
+    for (let attempt = 0; !result; attempt++) {
+      if (attempt === 5) throw new Error(`reference_id ${input.reference_id} kept changing under five creates`);
+      const [session]: SessionRow[] = await db('checkout_sessions')
+        .insert(row)
+        .onConflict(db.raw(ONE_OPEN))
+        .ignore()
+        .returning('*');
+      result = session ? { session, created: true, replaced: null } : await db.transaction(reconcile);
+    }
+  } catch (err) {
+    await discard('create failed');
+    throw err;
+  }
+  if (!result.created) await discard(`returned ${result.session.id}`);
+  if (result.replaced) {
     await signalSessionSettled(deps.temporal, result.replaced.id, 'expired', 'replaced by a new price');
+  }
   return result;
 }

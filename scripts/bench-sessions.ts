@@ -1,0 +1,259 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client as PgClient } from 'pg';
+import { Client as TemporalClient, Connection } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { createApp } from '../src/app';
+import { loadSettings } from '../src/config';
+import { createDb, migrateLatest } from '../src/db/knex';
+import { checkoutScopes } from '../src/keys/scopes';
+import { systemClock } from '../src/lib/clock';
+import { randomString } from '../src/lib/ids';
+import { setLogLevel } from '../src/lib/log';
+import { createCheckoutKey } from '../src/ops/checkout-keys';
+import { createMerchant } from '../src/ops/merchants';
+import { createWorker } from '../src/worker/create-worker';
+import { Batch, combine, percentile, perSecond, runClosedLoop, table } from './bench/measure';
+import { startEmbeddedPg } from './embedded-pg';
+import { freePort, stopAll } from './processes';
+import { startTemporalDevServer } from './temporal-dev-server';
+import { findTemporalCli } from './toolchain';
+
+/**
+ * `npm run bench:sessions`: `POST /v1/checkout/sessions` at concurrency 16 over HTTP against the
+ * real app and a real worker (both in process), on a `temporal server start-dev` of its own and a
+ * database of its own, beside the floor: bare starts of an empty workflow (run by a worker, like the
+ * session workflow) on the same server at the same concurrency. Target: sessions at least half the
+ * floor's rate.
+ *
+ * The two are measured in alternating rounds so that both see the same machine. Uses DATABASE_URL's
+ * server (a database `svc_bench_<ts>` is created and dropped), or an embedded Postgres when unset.
+ * BENCH_ROUNDS, BENCH_PER_ROUND, BENCH_WARMUP and BENCH_CONCURRENCY change the sizes; BENCH_STRICT=1
+ * exits 1 when the target is missed.
+ */
+
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 6);
+const PER_ROUND = Number(process.env.BENCH_PER_ROUND ?? 300);
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 200);
+const STRICT = process.env.BENCH_STRICT === '1';
+const TARGET_RATIO = 0.5;
+const NAMESPACE = 'default';
+
+const log = (line: string) => process.stdout.write(`${line}\n`);
+const ms = (n: number) => `${n.toFixed(1)} ms`;
+const rate = (n: number) => `${n.toFixed(0)}/s`;
+
+/** A session body of 45,000 IQD with a unique reference id (so no create reconciles). */
+function sessionBody(): string {
+  return JSON.stringify({
+    reference_id: `bench-${randomString(16)}`,
+    amount: 45000,
+    currency: 'IQD',
+    line_items: [
+      { label: 'Shirt', amount: 21000, quantity: 2, type: 'charge' },
+      { label: 'Delivery', amount: 3000, type: 'shipping' },
+    ],
+    customer: { phone: '07701234567' },
+    success_url: 'https://shop.example.com/done',
+    metadata: { order: 'bench' },
+  });
+}
+
+/** A Postgres server to create the bench database on: DATABASE_URL's, or an embedded one. */
+async function postgres(dir: string): Promise<{ adminUrl: string; stop(): Promise<void> }> {
+  if (process.env.DATABASE_URL) return { adminUrl: process.env.DATABASE_URL, stop: async () => undefined };
+  log('DATABASE_URL is not set: starting an embedded Postgres');
+  const pg = await startEmbeddedPg({
+    dataDir: join(dir, 'pg'),
+    port: await freePort(),
+    durable: false,
+    timeoutMs: 120_000,
+  });
+  return { adminUrl: pg.url('postgres'), stop: () => pg.stop() };
+}
+
+async function main(): Promise<void> {
+  setLogLevel('silent');
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  const dir = mkdtempSync(join(tmpdir(), 'svc-bench-sessions-'));
+  const cleanups: Array<() => Promise<unknown>> = [async () => rmSync(dir, { recursive: true, force: true })];
+  const cleanup = async () => {
+    for (const step of cleanups.reverse()) await step().catch((err) => log(`cleanup: ${String(err)}`));
+  };
+  process.once('SIGINT', () => void cleanup().then(() => process.exit(130)));
+  try {
+    const pg = await postgres(dir);
+    cleanups.push(() => pg.stop());
+    const database = `svc_bench_${Date.now()}`;
+    const admin = new PgClient({ connectionString: pg.adminUrl });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${database}`);
+    cleanups.push(async () => {
+      await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+      await admin.end();
+    });
+    const url = new URL(pg.adminUrl);
+    url.pathname = `/${database}`;
+
+    const [port, uiPort] = [await freePort(), await freePort()];
+    log(`Starting temporal server start-dev on 127.0.0.1:${port} (SQLite in ${dir})...`);
+    const server = await startTemporalDevServer({
+      cli: findTemporalCli(),
+      port,
+      uiPort,
+      dbFile: join(dir, 'temporal.db'),
+      namespace: NAMESPACE,
+      logFile: join(dir, 'temporal.log'),
+      timeoutMs: 120_000,
+    });
+    cleanups.push(() => stopAll());
+    const settings = loadSettings({
+      DATABASE_URL: url.toString(),
+      TEMPORAL_ADDRESS: server.address,
+      TEMPORAL_TASK_QUEUE: `bench-sessions-${randomString(6)}`,
+      PUBLIC_BASE_URL: 'https://pay.example.com',
+      CHECKOUT_RATE_LIMIT_PER_SECOND: '1000000', // the limiter still counts every request
+      LOG_LEVEL: 'silent',
+    });
+
+    // The app and the worker each get their own pool, as two processes would.
+    const appDb = createDb(settings.DATABASE_URL!, settings.DATABASE_POOL_MAX);
+    const workerDb = createDb(settings.DATABASE_URL!, settings.DATABASE_POOL_MAX);
+    cleanups.push(() => Promise.all([appDb.destroy(), workerDb.destroy()]));
+    await migrateLatest(appDb);
+
+    const nativeConnection = await NativeConnection.connect({ address: server.address });
+    const connection = await Connection.connect({ address: server.address });
+    cleanups.push(() => Promise.all([nativeConnection.close(), connection.close()]));
+    const temporal = new TemporalClient({ connection, namespace: NAMESPACE });
+
+    log('Bundling the workflows and starting the workers...');
+    const floorQueue = `bench-floor-${randomString(6)}`;
+    const workers: Worker[] = [
+      await createWorker({
+        connection: nativeConnection,
+        namespace: NAMESPACE,
+        taskQueue: settings.TEMPORAL_TASK_QUEUE,
+        db: workerDb,
+        clock: systemClock,
+        publicBaseUrl: settings.PUBLIC_BASE_URL,
+      }),
+      await Worker.create({
+        connection: nativeConnection,
+        namespace: NAMESPACE,
+        taskQueue: floorQueue,
+        workflowsPath: require.resolve('./bench/noop-workflow'),
+      }),
+    ];
+    const running = workers.map((w) => w.run());
+    cleanups.push(async () => {
+      for (const w of workers) w.shutdown();
+      await Promise.all(running);
+    });
+
+    const http = createApp({ db: appDb, settings, clock: systemClock, temporal }).listen(0, '127.0.0.1');
+    await new Promise((resolve) => http.once('listening', resolve));
+    cleanups.push(() => new Promise((resolve) => http.close(resolve)));
+    const baseUrl = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
+
+    const merchant = await createMerchant(appDb, {
+      name: 'Bench merchant',
+      returnHosts: ['shop.example.com'],
+      methods: ['test', 'cashondelivery'],
+      testMerchant: true,
+    });
+    const { key } = await createCheckoutKey(appDb, {
+      merchantId: merchant.merchant_id,
+      mode: 'test',
+      type: 'secret',
+      scopes: [...checkoutScopes],
+    });
+
+    const createSession = async () => {
+      const res = await fetch(`${baseUrl}/v1/checkout/sessions`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${key}`,
+          'content-type': 'application/json',
+          'idempotency-key': `bench_${randomString(24)}`,
+        },
+        body: sessionBody(),
+      });
+      const text = await res.text();
+      if (res.status !== 201) throw new Error(`POST /v1/checkout/sessions answered ${res.status}: ${text}`);
+    };
+    const startNoop = async () => {
+      await temporal.workflow.start('benchNoopWorkflow', {
+        workflowId: `bench-noop-${randomString(20)}`,
+        taskQueue: floorQueue,
+      });
+    };
+
+    log(`Warming up (${WARMUP} of each)...`);
+    await runClosedLoop(WARMUP, CONCURRENCY, startNoop);
+    await runClosedLoop(WARMUP, CONCURRENCY, createSession);
+
+    log(`Measuring ${ROUNDS} alternating rounds of ${PER_ROUND} each at concurrency ${CONCURRENCY}...`);
+    const floorBatches: Batch[] = [];
+    const sessionBatches: Batch[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      floorBatches.push(await runClosedLoop(PER_ROUND, CONCURRENCY, startNoop));
+      sessionBatches.push(await runClosedLoop(PER_ROUND, CONCURRENCY, createSession));
+      log(
+        `  round ${round + 1}: floor ${rate(perSecond(floorBatches[round]))}, sessions ${rate(perSecond(sessionBatches[round]))}`,
+      );
+    }
+    const floor = combine(floorBatches);
+    const sessions = combine(sessionBatches);
+    const ratio = perSecond(sessions) / perSecond(floor);
+    const created = await appDb('checkout_sessions').count<{ count: string }[]>({ count: '*' });
+
+    log('');
+    log(
+      table([
+        ['figure', 'value', 'floor', 'ratio', 'target', 'result'],
+        [
+          'sessions created per second',
+          rate(perSecond(sessions)),
+          rate(perSecond(floor)),
+          `${ratio.toFixed(2)}x`,
+          `>= ${TARGET_RATIO}x`,
+          ratio >= TARGET_RATIO ? 'pass' : 'FAIL',
+        ],
+        [
+          'create latency, median',
+          ms(percentile(sessions.latenciesMs, 50)),
+          ms(percentile(floor.latenciesMs, 50)),
+          `${(percentile(sessions.latenciesMs, 50) / percentile(floor.latenciesMs, 50)).toFixed(2)}x`,
+          '-',
+          '-',
+        ],
+        [
+          'create latency, p95',
+          ms(percentile(sessions.latenciesMs, 95)),
+          ms(percentile(floor.latenciesMs, 95)),
+          `${(percentile(sessions.latenciesMs, 95) / percentile(floor.latenciesMs, 95)).toFixed(2)}x`,
+          '-',
+          '-',
+        ],
+      ]),
+    );
+    const version = (await appDb.raw('SHOW server_version')).rows[0].server_version;
+    log(
+      `\nfloor: bare starts of an empty workflow (run by a worker) on the same server at the same concurrency.` +
+        `\n${sessions.count} measured creates (${Number(created[0].count)} sessions in all), ${CONCURRENCY} concurrent; ` +
+        `Node ${process.version}, Postgres ${version}, ${cpus().length} CPUs.`,
+    );
+    if (STRICT && ratio < TARGET_RATIO) process.exitCode = 1;
+  } finally {
+    await cleanup();
+  }
+}
+
+main().catch((err) => {
+  process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exit(1);
+});
