@@ -11,7 +11,10 @@ export interface LineItem {
   type: LineItemType;
 }
 
-/** What the line items net to: `amount × quantity` each; a discount subtracts. */
-export function lineItemsTotal(items: LineItem[]): number {
-  return items.reduce((sum, i) => sum + (i.type === 'discount' ? -1 : 1) * i.amount * i.quantity, 0);
+/**
+ * What the line items net to: `amount × quantity` each; a discount subtracts. Exact (bigint): a
+ * product past 2^53 would round as a number and could land on the amount by accident.
+ */
+export function lineItemsTotal(items: LineItem[]): bigint {
+  return items.reduce((sum, i) => sum + (i.type === 'discount' ? -1n : 1n) * BigInt(i.amount) * BigInt(i.quantity), 0n);
 }

@@ -320,6 +320,22 @@ describe('line items netting to amount', () => {
     expectError(res, 400, 'amount_mismatch', [{ field: 'line_items', issue: 'sum_differs' }]);
   });
 
+  it('nets exactly, where a floating-point product would round onto the amount', async () => {
+    // 3,002,399,751,580,331 × 3 is 9,007,199,254,740,993, which a double rounds down to …992.
+    const res = await create(
+      merchant.secretKey,
+      sessionBody({
+        currency: 'USD',
+        amount: 9_007_199_254_740_991,
+        line_items: [
+          { label: 'Bulk', amount: 3_002_399_751_580_331, quantity: 3, type: 'charge' },
+          { label: 'Coupon', amount: 1, type: 'discount' },
+        ],
+      }),
+    );
+    expectError(res, 400, 'amount_mismatch', [{ field: 'line_items', issue: 'sum_differs' }]);
+  });
+
   it('multiplies each line item amount by its quantity', async () => {
     const res = await create(merchant.secretKey, sessionBody({ amount: 22500 + 3000 - 2000 }));
     expectError(res, 400, 'amount_mismatch', [{ field: 'line_items', issue: 'sum_differs' }]);

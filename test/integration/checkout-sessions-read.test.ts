@@ -250,14 +250,18 @@ describe('GET /v1/checkout/sessions', () => {
     }
   });
 
-  it('refuses unknown parameters, an unknown status and a created_after that is not a date-time', async () => {
+  it('refuses unknown parameters, a reference_id over 128 characters, an unknown status and a created_after that is not a date-time', async () => {
     const m = await buildMerchant(stack.db);
     expectError(await list(m.secretKey, '?sort=asc'), 400, 'validation_error', [
       { field: 'sort', issue: 'Unrecognized key' },
     ]);
-    const res = await list(m.secretKey, '?status=paid&created_after=yesterday');
+    const res = await list(m.secretKey, `?reference_id=${'r'.repeat(129)}&status=paid&created_after=yesterday`);
     expect(res.status).toBe(400);
-    expect(res.body.error.details.map((d: { field: string }) => d.field)).toEqual(['status', 'created_after']);
+    expect(res.body.error.details.map((d: { field: string }) => d.field)).toEqual([
+      'reference_id',
+      'status',
+      'created_after',
+    ]);
   });
 
   it("never lists another merchant's or the other mode's sessions", async () => {

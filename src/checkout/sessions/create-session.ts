@@ -71,7 +71,7 @@ function checkAmounts(input: SessionIn, lineItems: LineItem[]): void {
     throw unsupportedCurrency('presentment.currency', input.presentment.currency);
   }
   const total = lineItemsTotal(lineItems);
-  if (total !== input.amount) {
+  if (total !== BigInt(input.amount)) {
     throw new ApiError(400, 'amount_mismatch', `line_items net to ${total}, not amount ${input.amount}.`, [
       { field: 'line_items', issue: 'sum_differs' },
     ]);
