@@ -166,12 +166,15 @@ describe('GET /v1/events', () => {
     ]);
   });
 
-  it('refuses a cursor that is not one of this list, a since that is not a date-time and unknown parameters', async () => {
+  it('refuses a cursor that is not one of this list or was tampered with, a since that is not a date-time and unknown parameters', async () => {
     const m = await buildMerchant(stack.db);
     const sessionsCursor = Buffer.from(JSON.stringify({ v: 2, l: 'sessions', k: ['2026-01-01T00:00:00.000Z', 'x'] }));
-    expectError(await events(m.secretKey, `?cursor=${sessionsCursor.toString('base64url')}`), 400, 'validation_error', [
-      { field: 'cursor', issue: 'invalid' },
-    ]);
+    const tampered = Buffer.from(JSON.stringify({ v: 2, l: 'events', k: ['yesterday', 'evt_test_x'] }));
+    for (const cursor of [sessionsCursor, tampered]) {
+      expectError(await events(m.secretKey, `?cursor=${cursor.toString('base64url')}`), 400, 'validation_error', [
+        { field: 'cursor', issue: 'invalid' },
+      ]);
+    }
     expectError(await events(m.secretKey, '?since=last-week'), 400, 'validation_error', [
       { field: 'since', issue: expect.any(String) },
     ]);

@@ -241,10 +241,12 @@ describe('GET /v1/checkout/sessions', () => {
     expect((await list(m.secretKey, '?limit=100')).body.data).toHaveLength(2);
   });
 
-  it('refuses a cursor that is not one of this list with 400 validation_error', async () => {
+  it('refuses a cursor that is not one of this list, or was tampered with, with 400 validation_error', async () => {
     const m = await buildMerchant(stack.db);
     const events = Buffer.from(JSON.stringify({ v: 2, l: 'events', k: ['2026-01-01T00:00:00.000Z', 'x'] }));
-    for (const cursor of ['garbage!', 'eyJ2IjoxfQ', events.toString('base64url')]) {
+    const cursor = (k: unknown[]) => Buffer.from(JSON.stringify({ v: 2, l: 'sessions', k })).toString('base64url');
+    const tampered = [cursor(['not-a-date', 'cs_test_x']), cursor(['2026-13-45T99:00:00.000Z', 'x']), cursor([1, 'x'])];
+    for (const cursor of ['garbage!', 'eyJ2IjoxfQ', events.toString('base64url'), ...tampered]) {
       const res = await list(m.secretKey, `?cursor=${cursor}`);
       expectError(res, 400, 'validation_error', [{ field: 'cursor', issue: 'invalid' }]);
     }
