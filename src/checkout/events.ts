@@ -1,6 +1,7 @@
 import type { Db } from '../db/knex';
 import type { KeyMode } from '../keys/keys';
 import { newId } from '../lib/ids';
+import { isObjectId } from './ids';
 
 /** Event types this service emits (new ones may be added inside v1). */
 export const eventTypes = [
@@ -91,5 +92,6 @@ export async function getEvent(
   scope: { merchantId: string; mode: KeyMode },
   id: string,
 ): Promise<EventRow | null> {
+  if (!isObjectId(id)) return null;
   return (await db('events').where({ id, merchant_id: scope.merchantId, mode: scope.mode }).first()) ?? null;
 }

@@ -10,7 +10,7 @@ import type { CheckoutScope } from '../keys/scopes';
 import { checkoutCursor, nextCheckoutCursor } from './cursor';
 import { eventOut, getEvent, listEvents } from './events';
 import { listMerchantMethods } from './payment-methods';
-import { eventListQuery, idParam, sessionIn, sessionListQuery } from './schemas';
+import { eventListQuery, sessionIn, sessionListQuery } from './schemas';
 import { paymentMethodOut } from './serializers';
 import { createSession } from './sessions/create-session';
 import type { SessionDeps } from './sessions/deps';
@@ -32,7 +32,6 @@ export function checkoutRouter(deps: AppDeps): Router {
   );
   const merchant = (scope: CheckoutScope) => [secretKeyAuth(db, scope), perKey];
   const idempotent = (route: string) => checkoutIdempotency(db, clock, route, renderCheckoutError);
-  const sessionParams = { params: idParam('id') };
   const listSessionsInput = { query: sessionListQuery };
   const listEventsInput = { query: eventListQuery };
 
@@ -63,13 +62,13 @@ export function checkoutRouter(deps: AppDeps): Router {
     };
   });
 
-  router.get('/checkout/sessions/:id', ...merchant('sessions:read'), validate(sessionParams), async (ctx) => {
+  router.get('/checkout/sessions/:id', ...merchant('sessions:read'), async (ctx) => {
     const session = await getSession(db, ctx.state.checkout, ctx.params.id);
     if (!session) throw ApiError.notFound('session_not_found', 'No such checkout session.');
     ctx.body = sessionOut(session, base);
   });
 
-  router.post('/checkout/sessions/:id/expire', ...merchant('sessions:write'), validate(sessionParams), async (ctx) => {
+  router.post('/checkout/sessions/:id/expire', ...merchant('sessions:write'), async (ctx) => {
     const session = await expireSession(sessions, ctx.state.checkout, ctx.params.id);
     ctx.body = sessionOut(session, base);
   });

@@ -11,20 +11,26 @@ export const listLimit = z.coerce
   .max(100, 'limit must be an integer from 1 to 100')
   .default(20);
 
-const singleQueryValue = z.string({ message: 'must be given once' });
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** Postgres text and jsonb hold neither U+0000 nor a lone surrogate: such input is refused, never a 500. */
+export const storable = (s: string): boolean => !s.includes('\u0000') && !LONE_SURROGATE.test(s);
+const STORABLE = 'Must be valid Unicode text without U+0000';
+
+/** A string of `min` to `max` characters that Postgres can store. */
+const text = (min: number, max: number) => z.string().min(min).max(max).refine(storable, STORABLE);
+
+const singleQueryValue = z.string({ message: 'must be given once' }).refine(storable, STORABLE);
 
 export const currencyCode = z.string().regex(/^[A-Z]{3}$/, 'Must be a three-letter upper-case ISO 4217 code');
 
-const httpsUrl = z
-  .string()
-  .max(2048)
-  .refine((v) => {
-    try {
-      return new URL(v).protocol === 'https:';
-    } catch {
-      return false;
-    }
-  }, 'Must be an absolute https URL');
+const httpsUrl = text(1, 2048).refine((v) => {
+  try {
+    return new URL(v).protocol === 'https:';
+  } catch {
+    return false;
+  }
+}, 'Must be an absolute https URL');
 
 const phone = z.string().transform((value, ctx) => {
   const normalised = normalisePhone(value);
@@ -38,19 +44,19 @@ const phone = z.string().transform((value, ctx) => {
 const collectValue = z.enum(['required', 'optional', 'none']);
 
 export const lineItemIn = z.strictObject({
-  label: z.string().min(1).max(200),
+  label: text(1, 200),
   amount: z.number().int().min(0),
   quantity: z.number().int().min(1).max(100_000).optional(),
   type: z.enum(lineItemTypes),
 });
 
 export const sessionIn = z.strictObject({
-  reference_id: z.string().min(1).max(128),
+  reference_id: text(1, 128),
   amount: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER),
   currency: currencyCode,
   line_items: z.array(lineItemIn).min(1).max(100),
-  payment_method_types: z.array(z.string().min(1).max(64)).min(1).max(20).optional(),
-  customer: z.strictObject({ phone: phone.optional(), name: z.string().min(1).max(120).optional() }).optional(),
+  payment_method_types: z.array(text(1, 64)).min(1).max(20).optional(),
+  customer: z.strictObject({ phone: phone.optional(), name: text(1, 120).optional() }).optional(),
   collect: z
     .strictObject({
       phone: collectValue.optional(),
@@ -64,7 +70,9 @@ export const sessionIn = z.strictObject({
   cancel_url: httpsUrl.optional(),
   expires_at: z.iso.datetime({ offset: true, message: 'Must be an ISO 8601 date-time with a zone' }).optional(),
   metadata: z
-    .record(z.string().min(1).max(40), z.string().max(500))
+    .record(z.string().min(1).max(40), text(0, 500))
+    // Checked on the map, not per key: a detail naming the bad key could not be stored for replay.
+    .refine((m) => Object.keys(m).every(storable), `Keys: ${STORABLE}`)
     .refine((m) => Object.keys(m).length <= 50, 'At most 50 keys')
     .optional(),
 });

@@ -216,6 +216,7 @@ describe('GET /v1/events/{id}', () => {
       [b.secretKey, event.id],
       [aLive.key, event.id],
       [a.secretKey, 'evt_test_nothing'],
+      [a.secretKey, 'evt_%00'],
     ]) {
       expectError(await call(stack.baseUrl, 'GET', `/v1/events/${id}`, { key }), 404, 'event_not_found');
     }

@@ -221,6 +221,30 @@ describe('strict bodies', () => {
       invalid('metadata'),
     );
   });
+  it('refuses text Postgres cannot hold (U+0000, a lone surrogate) with 400 validation_error, never a 500', async () => {
+    const body = sessionBody({
+      reference_id: 'order\u0000-1',
+      customer: { name: 'Zainab \ud800' },
+      success_url: 'https://shop.example.com/\u0000',
+      metadata: { note: 'a\u0000b', 'k\u0000': 'v' },
+      payment_method_types: ['cash\u0000'],
+    });
+    body.line_items[0].label = 'Shirt\udc00';
+    const res = await create(merchant.secretKey, body);
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe('validation_error');
+    expect(res.body.error.details.map((d: { field: string }) => d.field).sort()).toEqual(
+      [
+        'reference_id',
+        'line_items.0.label',
+        'payment_method_types.0',
+        'customer.name',
+        'success_url',
+        'metadata.note',
+        'metadata',
+      ].sort(),
+    );
+  });
 });
 
 describe('integer minor units', () => {

@@ -98,9 +98,12 @@ describe('GET /v1/checkout/sessions/{id}', () => {
     expectError(await get(m.secretKey, `/v1/checkout/sessions/${liveSession.id}`), 404, 'session_not_found');
   });
 
-  it('answers 404 session_not_found for an id that does not exist', async () => {
+  it('answers 404 session_not_found for an id that does not exist, whatever it looks like', async () => {
     const m = await buildMerchant(stack.db);
-    expectError(await get(m.secretKey, '/v1/checkout/sessions/cs_test_nothing'), 404, 'session_not_found');
+    for (const id of ['cs_test_nothing', 'cs_%00', `cs_${'x'.repeat(200)}`, '%F0%9F%92%B3']) {
+      expectError(await get(m.secretKey, `/v1/checkout/sessions/${id}`), 404, 'session_not_found');
+      expectError(await expire(m.secretKey, id), 404, 'session_not_found');
+    }
   });
 });
 
@@ -258,6 +261,9 @@ describe('GET /v1/checkout/sessions', () => {
       { field: 'sort', issue: 'Unrecognized key' },
     ]);
     const res = await list(m.secretKey, `?reference_id=${'r'.repeat(129)}&status=paid&created_after=yesterday`);
+    expectError(await list(m.secretKey, '?reference_id=a%00b'), 400, 'validation_error', [
+      { field: 'reference_id', issue: 'Must be valid Unicode text without U+0000' },
+    ]);
     expect(res.status).toBe(400);
     expect(res.body.error.details.map((d: { field: string }) => d.field)).toEqual([
       'reference_id',

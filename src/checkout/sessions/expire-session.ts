@@ -1,5 +1,6 @@
 import { ApiError } from '../../http/errors';
 import { signalSessionSettled } from '../../temporal/sessions';
+import { isObjectId } from '../ids';
 import type { MerchantScope, SessionDeps } from './deps';
 import type { SessionRow } from './session-row';
 import { expireOpenSession } from './transitions';
@@ -10,13 +11,15 @@ import { expireOpenSession } from './transitions';
  * `404 session_not_found`; a session that is not open is `409 session_not_open`.
  */
 export async function expireSession(deps: SessionDeps, scope: MerchantScope, sessionId: string): Promise<SessionRow> {
+  const notFound = () => ApiError.notFound('session_not_found', 'No such checkout session.');
+  if (!isObjectId(sessionId)) throw notFound();
   const result = await expireOpenSession(deps.db, {
     sessionId,
     scope,
     publicBaseUrl: deps.publicBaseUrl,
     now: deps.clock(),
   });
-  if (!result) throw ApiError.notFound('session_not_found', 'No such checkout session.');
+  if (!result) throw notFound();
   if (!result.changed)
     throw ApiError.conflict('session_not_open', `The session is ${result.session.status}, not open.`);
   await signalSessionSettled(deps.temporal, sessionId, 'expired', 'POST /expire');

@@ -1,9 +1,11 @@
 import type { Db } from '../../db/knex';
+import { isObjectId } from '../ids';
 import type { MerchantScope } from './deps';
 import type { SessionRow } from './session-row';
 
 /** The merchant's session in `mode`; another merchant's or mode's is null, like a missing one. */
 export async function getSession(db: Db, scope: MerchantScope, id: string): Promise<SessionRow | null> {
+  if (!isObjectId(id)) return null;
   return (await db('checkout_sessions').where({ id, merchant_id: scope.merchantId, mode: scope.mode }).first()) ?? null;
 }
 
