@@ -4,11 +4,13 @@ const E164 = /^\+[1-9][0-9]{6,14}$/;
 
 /**
  * Normalises a phone number to E.164. Iraqi local formats (`07701234567`, `7701234567`,
- * `9647701234567`, `009647701234567`) become `+9647701234567`; other numbers must already be
- * E.164. Spaces, dashes and parentheses are ignored. Null when it is not a phone number.
+ * `9647701234567`, `009647701234567`, and `+964 0770…` with the trunk 0 kept) become
+ * `+9647701234567`; other numbers must already be E.164. Spaces, dashes and parentheses are
+ * ignored. Null when it is not a phone number.
  */
 export function normalisePhone(input: string): string | null {
-  const compact = input.replace(/[\s\-()]/g, '');
+  // An Iraqi number written internationally with its trunk 0 kept (+964 0770…) drops the 0.
+  const compact = input.replace(/[\s\-()]/g, '').replace(/^(\+|00)9640/, '+964');
   if (E164.test(compact)) return compact;
   const digits = compact.replace(/^00/, '');
   if (!/^[0-9]+$/.test(digits)) return null;

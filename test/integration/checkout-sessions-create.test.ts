@@ -373,14 +373,20 @@ describe('customer phone', () => {
     expect(res.body.customer.phone).toBe('+442071838750');
   });
 
-  it.each(['07701234567', '7701234567', '9647701234567', '009647701234567', '0770 123 4567', '+964 770 123-4567'])(
-    'normalises the Iraqi local format %s to +9647701234567',
-    async (phone) => {
-      const res = await create(merchant.secretKey, sessionBody({ customer: { phone } }));
-      expect(res.status).toBe(201);
-      expect(res.body.customer.phone).toBe('+9647701234567');
-    },
-  );
+  it.each([
+    '07701234567',
+    '7701234567',
+    '9647701234567',
+    '009647701234567',
+    '0770 123 4567',
+    '+964 770 123-4567',
+    '+964 0770 123 4567',
+    '00964 0770 123 4567',
+  ])('normalises the Iraqi local format %s to +9647701234567', async (phone) => {
+    const res = await create(merchant.secretKey, sessionBody({ customer: { phone } }));
+    expect(res.status).toBe(201);
+    expect(res.body.customer.phone).toBe('+9647701234567');
+  });
 
   it.each(['12345', '0123456789', '+0123456789', 'phone', '077012345678'])(
     'refuses %s, which is not a phone number, with 400 validation_error',
