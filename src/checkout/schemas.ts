@@ -50,32 +50,49 @@ export const lineItemIn = z.strictObject({
   type: z.enum(lineItemTypes),
 });
 
-export const sessionIn = z.strictObject({
-  reference_id: text(1, 128),
-  amount: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER),
-  currency: currencyCode,
-  line_items: z.array(lineItemIn).min(1).max(100),
-  payment_method_types: z.array(text(1, 64)).min(1).max(20).optional(),
-  customer: z.strictObject({ phone: phone.optional(), name: text(1, 120).optional() }).optional(),
-  collect: z
-    .strictObject({
-      phone: collectValue.optional(),
-      name: collectValue.optional(),
-      shipping_address: collectValue.optional(),
-    })
-    .optional(),
-  presentment: z.strictObject({ currency: currencyCode }).optional(),
-  locale: z.enum(['ar', 'ku', 'en']).optional(),
-  success_url: httpsUrl,
-  cancel_url: httpsUrl.optional(),
-  expires_at: z.iso.datetime({ offset: true, message: 'Must be an ISO 8601 date-time with a zone' }).optional(),
-  metadata: z
-    .record(z.string().min(1).max(40), text(0, 500))
-    // Checked on the map, not per key: a detail naming the bad key could not be stored for replay.
-    .refine((m) => Object.keys(m).every(storable), `Keys: ${STORABLE}`)
-    .refine((m) => Object.keys(m).length <= 50, 'At most 50 keys')
-    .optional(),
-});
+/** True when `value` has, at any depth, an object key Postgres cannot hold. */
+function hasUnstorableKey(value: unknown): boolean {
+  if (Array.isArray(value)) return value.some(hasUnstorableKey);
+  if (typeof value !== 'object' || value === null) return false;
+  return Object.entries(value).some(([key, v]) => !storable(key) || hasUnstorableKey(v));
+}
+
+/**
+ * Refuses such a body as a whole before `schema` runs: its details would name the key, and a
+ * response Postgres cannot hold cannot be stored for idempotent replay (it would become a 500).
+ */
+const withStorableKeys = <T extends z.ZodType>(schema: T) =>
+  z.preprocess((value, ctx) => {
+    if (hasUnstorableKey(value)) ctx.addIssue({ code: 'custom', message: `Keys: ${STORABLE}`, input: value });
+    return value;
+  }, schema);
+
+export const sessionIn = withStorableKeys(
+  z.strictObject({
+    reference_id: text(1, 128),
+    amount: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER),
+    currency: currencyCode,
+    line_items: z.array(lineItemIn).min(1).max(100),
+    payment_method_types: z.array(text(1, 64)).min(1).max(20).optional(),
+    customer: z.strictObject({ phone: phone.optional(), name: text(1, 120).optional() }).optional(),
+    collect: z
+      .strictObject({
+        phone: collectValue.optional(),
+        name: collectValue.optional(),
+        shipping_address: collectValue.optional(),
+      })
+      .optional(),
+    presentment: z.strictObject({ currency: currencyCode }).optional(),
+    locale: z.enum(['ar', 'ku', 'en']).optional(),
+    success_url: httpsUrl,
+    cancel_url: httpsUrl.optional(),
+    expires_at: z.iso.datetime({ offset: true, message: 'Must be an ISO 8601 date-time with a zone' }).optional(),
+    metadata: z
+      .record(z.string().min(1).max(40), text(0, 500))
+      .refine((m) => Object.keys(m).length <= 50, 'At most 50 keys')
+      .optional(),
+  }),
+);
 export type SessionIn = z.infer<typeof sessionIn>;
 
 export const sessionStatuses = ['open', 'processing', 'completed', 'expired', 'canceled'] as const;
