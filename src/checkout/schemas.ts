@@ -50,11 +50,20 @@ export const lineItemIn = z.strictObject({
   type: z.enum(lineItemTypes),
 });
 
-/** True when `value` has, at any depth, an object key Postgres cannot hold. */
+/** True when `value` has, at any depth, an object key Postgres cannot hold (iterative: bodies may nest deeply). */
 function hasUnstorableKey(value: unknown): boolean {
-  if (Array.isArray(value)) return value.some(hasUnstorableKey);
-  if (typeof value !== 'object' || value === null) return false;
-  return Object.entries(value).some(([key, v]) => !storable(key) || hasUnstorableKey(v));
+  const pending: unknown[] = [value];
+  while (pending.length > 0) {
+    const v = pending.pop();
+    if (Array.isArray(v)) pending.push(...v);
+    else if (typeof v === 'object' && v !== null) {
+      for (const [key, inner] of Object.entries(v)) {
+        if (!storable(key)) return true;
+        pending.push(inner);
+      }
+    }
+  }
+  return false;
 }
 
 /**
