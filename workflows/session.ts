@@ -5,6 +5,7 @@ import { sessionSettledSignal, SessionWorkflowInput } from '../src/temporal/sess
 const { expireSession } = proxyActivities<SessionActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { maximumInterval: '1 minute' },
+  summary: 'expire the session if it is still open',
 });
 
 /**

@@ -21,7 +21,7 @@ const SECOND = 1000;
 const MINUTE = 60 * SECOND;
 const HOUR = 60 * MINUTE;
 const EventType = temporal.api.enums.v1.EventType;
-const TIMER = (seconds: number) => `timer ${seconds} s: "until expires_at, unless settled first"`;
+const TIMER = (seconds: number) => `timer ${seconds} s: until expires_at, unless settled first`;
 
 function sessionBody(over: Record<string, unknown> = {}): Record<string, any> {
   return {
@@ -69,6 +69,10 @@ async function until(check: () => Promise<boolean>, what: string): Promise<void>
 
 const workflowStatus = async (id: string) => (await stack.env.client.workflow.getHandle(id).describe()).status.name;
 
+/** An event's summary (user metadata), as the Web UI shows it beside the event. */
+const summaryOf = (e: temporal.api.history.v1.IHistoryEvent) =>
+  e.userMetadata?.summary?.data ? JSON.parse(Buffer.from(e.userMetadata.summary.data).toString()) : '';
+
 /** The workflow's history as short lines: what a reader of the Web UI sees. */
 async function historyOf(id: string): Promise<string[]> {
   const history = await stack.env.client.workflow.getHandle(id).fetchHistory();
@@ -77,9 +81,7 @@ async function historyOf(id: string): Promise<string[]> {
       case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
         return [`started ${e.workflowExecutionStartedEventAttributes?.workflowType?.name}`];
       case EventType.EVENT_TYPE_TIMER_STARTED:
-        return [
-          `timer ${Number(e.timerStartedEventAttributes?.startToFireTimeout?.seconds)} s: ${e.userMetadata?.summary?.data ? Buffer.from(e.userMetadata.summary.data).toString() : ''}`,
-        ];
+        return [`timer ${Number(e.timerStartedEventAttributes?.startToFireTimeout?.seconds)} s: ${summaryOf(e)}`];
       case EventType.EVENT_TYPE_TIMER_FIRED:
         return ['timer fired'];
       case EventType.EVENT_TYPE_TIMER_CANCELED:
@@ -87,7 +89,7 @@ async function historyOf(id: string): Promise<string[]> {
       case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
         return [`signal ${e.workflowExecutionSignaledEventAttributes?.signalName}`];
       case EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-        return [`activity ${e.activityTaskScheduledEventAttributes?.activityType?.name}`];
+        return [`activity ${e.activityTaskScheduledEventAttributes?.activityType?.name}: ${summaryOf(e)}`];
       case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
         return ['completed'];
       default:
@@ -126,7 +128,7 @@ it('expires the session exactly at expires_at, not before, with one checkout.ses
     'started sessionWorkflow',
     TIMER(600),
     'timer fired',
-    'activity expireSession',
+    'activity expireSession: expire the session if it is still open',
     'completed',
   ]);
 });
