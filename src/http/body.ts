@@ -1,5 +1,5 @@
 import type { Middleware } from 'koa';
-import { BodyError } from './errors';
+import { ApiError, BodyError } from './errors';
 
 declare module 'koa' {
   interface Request {
@@ -8,6 +8,23 @@ declare module 'koa' {
     /** The raw bytes of the body as received. */
     rawBody?: Buffer;
   }
+}
+
+/** No request of either API needs more; deeper bodies would only strain recursive code downstream. */
+export const MAX_NESTING = 32;
+
+/** The deepest nesting of arrays and objects in `value`, measured without recursion. */
+export function nestingDepth(value: unknown): number {
+  let deepest = 0;
+  const stack: Array<[unknown, number]> = [[value, 0]];
+  while (stack.length > 0) {
+    const [node, depth] = stack.pop()!;
+    if (node === null || typeof node !== 'object') continue;
+    deepest = Math.max(deepest, depth + 1);
+    if (deepest > MAX_NESTING) return deepest;
+    for (const child of Object.values(node)) stack.push([child, depth + 1]);
+  }
+  return deepest;
 }
 
 const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
@@ -24,11 +41,16 @@ export function jsonBody(limitBytes: number): Middleware {
     const raw = await readLimited(ctx.req, limitBytes);
     ctx.request.rawBody = raw;
     if (raw.length === 0) return next();
+    let body: unknown;
     try {
-      ctx.request.body = JSON.parse(raw.toString('utf8'));
+      body = JSON.parse(raw.toString('utf8'));
     } catch {
       throw new BodyError(400, 'entity.parse.failed', 'Unexpected token in JSON body');
     }
+    if (nestingDepth(body) > MAX_NESTING) {
+      throw ApiError.validation(`The body is nested deeper than ${MAX_NESTING} levels.`, [{ issue: 'too_deep' }]);
+    }
+    ctx.request.body = body;
     return next();
   };
 }

@@ -160,6 +160,51 @@ describe('Checkout error envelope', () => {
   });
 });
 
+describe('Checkout bodies that downstream code could not hold', () => {
+  const nested = (depth: number) => '['.repeat(depth) + ']'.repeat(depth);
+
+  it('refuses a body nested deeper than 32 levels with 400 validation_error, and takes 32', async () => {
+    const m = await buildMerchant(stack.db);
+    const deep = await call(probe.baseUrl, 'POST', '/v1/probe-create', {
+      key: m.secretKey,
+      idempotencyKey: idem(),
+      rawBody: `{"tag":"x","amount":1,"deep":${nested(40_000)}}`,
+    });
+    expect(deep.status).toBe(400);
+    expect(deep.body.error).toMatchObject({
+      code: 'validation_error',
+      details: [{ field: '(body)', issue: 'too_deep' }],
+    });
+    const ok = await call(probe.baseUrl, 'POST', '/v1/probe-create', {
+      key: m.secretKey,
+      idempotencyKey: idem(),
+      rawBody: `{"tag":"x","amount":1,"deep":${nested(31)}}`,
+    });
+    expect(ok.status).toBe(400);
+    expect(ok.body.error.details).toEqual([{ field: 'deep', issue: 'Unrecognized key' }]);
+  });
+
+  it('echoes an unknown key holding U+0000 as U+FFFD, so the refusal is stored and replayed', async () => {
+    const m = await buildMerchant(stack.db);
+    const key = idem();
+    const rawBody = '{"tag":"x","amount":1,"a\\u0000b":1}';
+    const first = await call(probe.baseUrl, 'POST', '/v1/probe-create', {
+      key: m.secretKey,
+      idempotencyKey: key,
+      rawBody,
+    });
+    expect(first.status).toBe(400);
+    expect(first.body.error.details).toEqual([{ field: 'a\ufffdb', issue: 'Unrecognized key' }]);
+    const replay = await call(probe.baseUrl, 'POST', '/v1/probe-create', {
+      key: m.secretKey,
+      idempotencyKey: key,
+      rawBody,
+    });
+    expect(replay.status).toBe(400);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+  });
+});
+
 describe('Checkout keys', () => {
   it('refuses a publishable key on a merchant route with 401 invalid_api_key', async () => {
     const m = await buildMerchant(stack.db);

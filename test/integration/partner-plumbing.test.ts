@@ -219,6 +219,18 @@ describe('Partner error envelope and request ids', () => {
     expect(res.body).toEqual({ message: expect.any(String), type: 'entity.too.large' });
   });
 
+  it('refuses a body nested deeper than 32 levels with 400 validation_error', async () => {
+    const seller = await buildSeller(stack.db);
+    const rawBody = `{"items":${'['.repeat(40_000)}${']'.repeat(40_000)}}`;
+    const res = await call(probe.baseUrl, 'POST', '/partner/v1/bulk-a', {
+      key: seller.key,
+      idempotencyKey: tag(),
+      rawBody,
+    });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ code: 'validation_error', details: [{ issue: 'too_deep' }] });
+  });
+
   it('accepts a body just under 100 KB', async () => {
     const seller = await buildSeller(stack.db);
     const filler = 'x'.repeat(100 * 1024 - 100);
