@@ -14,6 +14,7 @@ import { createPartnerKey } from '../src/ops/partner-keys';
 import { createSeller } from '../src/ops/sellers';
 import { encodeProductsCursor } from '../src/partner/params';
 import { BULK_INVENTORY_ROWS } from '../src/partner/schemas';
+import { percentile, table } from './bench/measure';
 import { startEmbeddedPg, type EmbeddedPg } from './embedded-pg';
 import { freePort, repoRoot } from './processes';
 
@@ -112,11 +113,6 @@ async function measurePair(a: () => Promise<void>, b: () => Promise<void>): Prom
   return times;
 }
 
-function percentile(times: number[], p: number): number {
-  const sorted = [...times].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
-}
-
 async function fetchOk(url: string, init: RequestInit): Promise<any> {
   const res = await fetch(url, init);
   const body = await res.json();
@@ -182,18 +178,6 @@ function page(b: Bench, afterIndex: number | null): () => Promise<void> {
 const median = (times: number[]) => percentile(times, 50);
 const ms = (n: number) => `${n.toFixed(1)} ms`;
 
-function table(rows: string[][]): string {
-  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
-  return rows
-    .map((r) =>
-      r
-        .map((c, i) => c.padEnd(widths[i]))
-        .join('  ')
-        .trimEnd(),
-    )
-    .join('\n');
-}
-
 /** A server to create the bench database on: DATABASE_URL's, or a durable embedded Postgres. */
 async function server(): Promise<{ adminUrl: string; stop(): Promise<void> }> {
   if (process.env.DATABASE_URL) return { adminUrl: process.env.DATABASE_URL, stop: async () => undefined };
@@ -248,7 +232,10 @@ async function main(): Promise<void> {
     started = performance.now();
     log(`Measuring (${WARMUP} warm-up + ${ITERATIONS} measured runs each, each pair alternating)...`);
     const [bulk, floor] = await measurePair(bulkRoute(bench), rawFloor(bench, pg));
-    const deepAfter = Math.floor(PRODUCTS * 0.01); // 99% of the way down: the 991st of 1,000 pages
+    // 99% of the way down (the 991st of 1,000 pages at the default size), and always a full page.
+    const deepAfter = Math.max(PAGE_LIMIT, Math.floor(PRODUCTS * 0.01));
+    const pages = Math.ceil(PRODUCTS / PAGE_LIMIT);
+    const deepPage = Math.floor((PRODUCTS - deepAfter) / PAGE_LIMIT) + 1;
     const [first, deep] = await measurePair(page(bench, null), page(bench, deepAfter));
     log(`Measured in ${((performance.now() - started) / 1000).toFixed(1)} s.\n`);
 
@@ -277,7 +264,7 @@ async function main(): Promise<void> {
         ['raw SQL, same 500-row update (floor): median', ms(median(floor)), '-', '-', '-', '-'],
         ['GET /products?limit=100, first page: median', ms(median(first)), '-', '-', '-', '-'],
         [
-          `GET /products?limit=100, deep page (after ${deepAfter.toLocaleString('en')}): median`,
+          `GET /products?limit=100, deep page (${deepPage} of ${pages.toLocaleString('en')}): median`,
           ms(median(deep)),
           ms(median(first)),
           `${deepRatio.toFixed(2)}x`,
