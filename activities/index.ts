@@ -1,5 +1,7 @@
 import type { Db } from '../src/db/knex';
 import type { Clock } from '../src/lib/clock';
+import type { WebhookRuntime } from '../src/webhooks/runtime';
+import { createDeliveryActivities } from './delivery';
 import { createJanitorActivities } from './janitor';
 import { createSessionActivities } from './session';
 
@@ -8,6 +10,8 @@ export interface ActivityDeps {
   clock: Clock;
   /** The hosted page's base address, for session `url`s in event payloads. */
   publicBaseUrl: string;
+  /** Webhook secrets cipher, resolver, allow-list and extra CAs. */
+  webhooks: WebhookRuntime;
 }
 
 /** Every activity the worker registers, built from injected dependencies. */
@@ -15,6 +19,7 @@ export function createActivities(deps: ActivityDeps) {
   return {
     ...createJanitorActivities(deps),
     ...createSessionActivities(deps),
+    ...createDeliveryActivities(deps),
   };
 }
 

@@ -1,3 +1,4 @@
 /** Every workflow the worker runs; this file is the bundle's entry point. */
+export { deliveryWorkflow } from './delivery';
 export { janitorWorkflow } from './janitor';
 export { sessionWorkflow } from './session';

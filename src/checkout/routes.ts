@@ -17,6 +17,7 @@ import type { SessionDeps } from './sessions/deps';
 import { expireSession } from './sessions/expire-session';
 import { getSession, listSessions } from './sessions/queries';
 import { sessionOut } from './sessions/session-row';
+import { eventDeliveries } from '../webhooks/deliveries';
 
 /** The Checkout API's merchant routes under `/v1` (secret key). */
 export function checkoutRouter(deps: AppDeps): Router {
@@ -96,7 +97,7 @@ export function checkoutRouter(deps: AppDeps): Router {
   router.get('/events/:id', ...merchant('events:read'), async (ctx) => {
     const event = await getEvent(db, ctx.state.checkout, ctx.params.id);
     if (!event) throw ApiError.notFound('event_not_found', 'No such event.');
-    ctx.body = { ...eventOut(event), deliveries: [] };
+    ctx.body = { ...eventOut(event), deliveries: await eventDeliveries(db, event.id) };
   });
 
   return router;

@@ -16,8 +16,10 @@ import {
   rotateSecret,
   updateEndpoint,
 } from '../webhooks/endpoints';
+import { redeliverEvent } from '../webhooks/redeliver';
 import { WebhookRuntime, webhookRuntime } from '../webhooks/runtime';
-import { endpointIn, endpointPatch } from '../webhooks/schemas';
+import { endpointIn, endpointPatch, testEventIn } from '../webhooks/schemas';
+import { sendTestEvent } from '../webhooks/test-event';
 import { idParam } from './schemas';
 
 /**
@@ -35,7 +37,7 @@ function openSealedSecret(runtime: WebhookRuntime): Middleware {
   };
 }
 
-/** Adds the webhook endpoint routes (all `webhooks:manage`) to the `/v1` router. */
+/** Adds the webhook endpoint routes and `POST /events/{id}/redeliver` (all `webhooks:manage`) to the `/v1` router. */
 export function webhookRoutes(router: Router, deps: AppDeps): Router {
   const { db, clock, settings } = deps;
   const runtime = deps.webhooks ?? webhookRuntime(settings);
@@ -56,6 +58,7 @@ export function webhookRoutes(router: Router, deps: AppDeps): Router {
   const byId = { params: idParam('id') };
   const create = { body: endpointIn };
   const patch = { params: idParam('id'), body: endpointPatch };
+  const test = { params: idParam('id'), body: testEventIn };
 
   router.get('/webhook_endpoints', ...manage, async (ctx) => {
     ctx.body = { data: (await listEndpoints(webhooks, ctx.state.checkout)).map(endpointOut) };
@@ -94,6 +97,18 @@ export function webhookRoutes(router: Router, deps: AppDeps): Router {
   router.post('/webhook_endpoints/:id/rotate_secret', ...manage, validate(byId), async (ctx) => {
     const { endpoint, secret } = await rotateSecret(webhooks, ctx.state.checkout, ctx.params.id);
     ctx.body = { ...endpointOut(endpoint), secret };
+  });
+
+  router.post('/webhook_endpoints/:id/test', ...manage, validate(test), async (ctx) => {
+    const { type } = input(ctx, test).body;
+    const { eventId } = await sendTestEvent(webhooks, ctx.state.checkout, ctx.params.id, type);
+    ctx.status = 202;
+    ctx.body = { event_id: eventId };
+  });
+
+  router.post('/events/:id/redeliver', ...manage, validate(byId), async (ctx) => {
+    ctx.status = 202;
+    ctx.body = { endpoints: await redeliverEvent(webhooks, ctx.state.checkout, ctx.params.id) };
   });
 
   return router;

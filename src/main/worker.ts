@@ -5,12 +5,15 @@ import { createDb } from '../db/knex';
 import { systemClock } from '../lib/clock';
 import { log } from '../lib/log';
 import { temporalConnectionOptions } from '../temporal/client';
+import { startDispatcher } from '../webhooks/dispatcher';
+import { webhookRuntime } from '../webhooks/runtime';
 import { createWorker, ensureJanitor } from '../worker/create-worker';
 
 /** `npm run worker`: runs the workflows and activities; stateless; run as many copies as needed. */
 async function main(): Promise<void> {
   const settings = loadSettings();
-  const db = createDb(requireDatabaseUrl(settings), settings.DATABASE_POOL_MAX);
+  const databaseUrl = requireDatabaseUrl(settings);
+  const db = createDb(databaseUrl, settings.DATABASE_POOL_MAX);
   const connection = await NativeConnection.connect(temporalConnectionOptions(settings));
   const worker = await createWorker({
     connection,
@@ -19,11 +22,15 @@ async function main(): Promise<void> {
     db,
     clock: systemClock,
     publicBaseUrl: settings.PUBLIC_BASE_URL,
+    webhooks: webhookRuntime(settings),
   });
   const client = new Client({ connection, namespace: settings.TEMPORAL_NAMESPACE });
   await ensureJanitor(client, settings.TEMPORAL_TASK_QUEUE);
+  // Webhook fan-out after commit: any number of workers may run one (they share the work).
+  const dispatcher = startDispatcher({ db, databaseUrl, temporal: client, taskQueue: settings.TEMPORAL_TASK_QUEUE });
   log.info('worker running', { task_queue: settings.TEMPORAL_TASK_QUEUE, namespace: settings.TEMPORAL_NAMESPACE });
   await worker.run(); // returns after SIGINT/SIGTERM once in-flight tasks finish
+  await dispatcher.stop();
   await Promise.allSettled([db.destroy(), connection.close()]);
   log.info('worker stopped');
 }

@@ -58,6 +58,12 @@ export class DeliveryQueue {
     this.insert({ ...d, attemptNo: d.attemptNo + 1, dueAtMs });
   }
 
+  /** The in-flight delivery could not be attempted: the same attempt again at `dueAtMs`. */
+  putBack(d: PendingDelivery, dueAtMs: number): void {
+    this.inFlight.delete(keyOf(d));
+    this.insert({ ...d, dueAtMs });
+  }
+
   /** The in-flight delivery is over (delivered, out of attempts, or its endpoint is gone). */
   finish(d: PendingDelivery): void {
     const key = keyOf(d);

@@ -2,9 +2,11 @@ import type { Client } from '@temporalio/client';
 import { NativeConnection, Worker, WorkerOptions } from '@temporalio/worker';
 import { WorkflowIdConflictPolicy } from '@temporalio/common';
 import { createActivities } from '../../activities';
+import { loadSettings } from '../config';
 import type { Db } from '../db/knex';
 import type { Clock } from '../lib/clock';
 import { janitorWorkflowId } from '../temporal/names';
+import { WebhookRuntime, webhookRuntime } from '../webhooks/runtime';
 
 export interface WorkerDeps {
   connection: NativeConnection;
@@ -13,6 +15,8 @@ export interface WorkerDeps {
   db: Db;
   clock: Clock;
   publicBaseUrl: string;
+  /** Webhook delivery dependencies; built from the environment's settings when absent. */
+  webhooks?: WebhookRuntime;
   /** A prebuilt workflow bundle (tests build it once); otherwise the workflows are bundled now. */
   workflowBundle?: { codePath: string } | { code: string };
 }
@@ -26,7 +30,12 @@ export function createWorker(deps: WorkerDeps): Promise<Worker> {
     connection: deps.connection,
     namespace: deps.namespace,
     taskQueue: deps.taskQueue,
-    activities: createActivities({ db: deps.db, clock: deps.clock, publicBaseUrl: deps.publicBaseUrl }),
+    activities: createActivities({
+      db: deps.db,
+      clock: deps.clock,
+      publicBaseUrl: deps.publicBaseUrl,
+      webhooks: deps.webhooks ?? webhookRuntime(loadSettings()),
+    }),
     ...workflows,
   });
 }

@@ -8,12 +8,14 @@ import { Resolver, systemResolver } from '../../src/webhooks/url-safety';
 
 /** The receiver's host name: resolves to 127.0.0.1 (see testResolver); tests put it on the allow-list. */
 export const RECEIVER_HOST = 'receiver.webhooks.test';
+/** Another name of the receiver (in its certificate too) whose resolution tests script call by call. */
+export const SCRIPTED_HOST = 'scripted.webhooks.test';
 
 /**
  * Names under `.webhooks.test` (a reserved TLD, never in real DNS) that tests resolve through
  * `testResolver`; tests may change them (to move a name between checks). Others do not resolve.
  */
-export const testHosts = new Map<string, string[]>([
+export const testHosts = new Map<string, string[] | (() => string[])>([
   [RECEIVER_HOST, ['127.0.0.1']],
   ['loopback.webhooks.test', ['127.0.0.1']],
   ['v6-loopback.webhooks.test', ['::1']],
@@ -26,7 +28,8 @@ export const testHosts = new Map<string, string[]>([
 /** The stack's resolver: `testHosts` for `*.webhooks.test`, the system's for anything else. */
 export const testResolver: Resolver = async (host) => {
   if (!host.endsWith('.webhooks.test')) return systemResolver(host);
-  const addresses = testHosts.get(host);
+  const entry = testHosts.get(host);
+  const addresses = typeof entry === 'function' ? entry() : entry;
   if (!addresses) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
   return addresses;
 };
@@ -87,7 +90,7 @@ function selfSigned() {
       '-subj',
       `/CN=${RECEIVER_HOST}`,
       '-addext',
-      `subjectAltName=DNS:${RECEIVER_HOST},IP:127.0.0.1`,
+      `subjectAltName=DNS:${RECEIVER_HOST},DNS:${SCRIPTED_HOST},IP:127.0.0.1`,
       '-keyout',
       keyPath,
       '-out',

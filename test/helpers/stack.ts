@@ -7,6 +7,7 @@ import { AppDeps, createApp } from '../../src/app';
 import { loadSettings, Settings } from '../../src/config';
 import { createDb, Db } from '../../src/db/knex';
 import { setLogLevel } from '../../src/lib/log';
+import { Dispatcher, startDispatcher } from '../../src/webhooks/dispatcher';
 import { webhookRuntime } from '../../src/webhooks/runtime';
 import { createWorker } from '../../src/worker/create-worker';
 import { testResolver } from './https-receiver';
@@ -49,6 +50,11 @@ export interface Stack {
   taskQueue: string;
   /** What the app was built from, for tests that mount probe routes on the same stacks. */
   deps: AppDeps;
+  /**
+   * Fans out this merchant's events to its webhook endpoints, through this stack's Temporal server.
+   * Test files share one database, so each file's dispatcher takes only the merchants it was given.
+   */
+  dispatchEventsOf(merchantId: string): void;
   /** Stops and replaces the worker (to test crash recovery). */
   restartWorker(): Promise<void>;
   stop(): Promise<void>;
@@ -101,6 +107,7 @@ export async function startStack(overrides: Record<string, string> = {}): Promis
       db,
       clock,
       publicBaseUrl: settings.PUBLIC_BASE_URL,
+      webhooks,
       workflowBundle: { codePath: run.workflowBundlePath },
     });
     return { worker, running: worker.run() };
@@ -119,6 +126,8 @@ export async function startStack(overrides: Record<string, string> = {}): Promis
     webhooks,
   };
   server.on('request', createApp(deps).callback());
+  const webhookMerchants = new Set<string>();
+  let dispatcher: Dispatcher | undefined;
 
   return {
     baseUrl,
@@ -128,12 +137,24 @@ export async function startStack(overrides: Record<string, string> = {}): Promis
     clock,
     taskQueue,
     deps,
+    dispatchEventsOf(merchantId) {
+      webhookMerchants.add(merchantId);
+      dispatcher ??= startDispatcher({
+        db,
+        databaseUrl: run.databaseUrl,
+        temporal: env.client,
+        taskQueue,
+        merchantIds: webhookMerchants,
+        sweepEveryMs: 500,
+      });
+    },
     async restartWorker() {
       await stopWorker();
       current = await startWorker();
     },
     async stop() {
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      await dispatcher?.stop();
       await stopWorker();
       await env.teardown();
       await db.destroy();

@@ -104,7 +104,7 @@ describe('create and read', () => {
     expectError(await api('GET', '/webhook_endpoints/we_nothing', m.secretKey), 404, 'endpoint_not_found');
   });
 
-  it('requires the webhooks:manage scope on every endpoint route', async () => {
+  it('requires the webhooks:manage scope on every endpoint route and on redeliver', async () => {
     const m = await buildMerchant(stack.db, { scopes: ['events:read', 'sessions:write'] });
     for (const [method, path] of [
       ['GET', '/webhook_endpoints'],
@@ -113,6 +113,8 @@ describe('create and read', () => {
       ['PATCH', '/webhook_endpoints/we_x'],
       ['DELETE', '/webhook_endpoints/we_x'],
       ['POST', '/webhook_endpoints/we_x/rotate_secret'],
+      ['POST', '/webhook_endpoints/we_x/test'],
+      ['POST', '/events/evt_x/redeliver'],
     ]) {
       const res = await api(method, path, m.secretKey, method === 'GET' ? undefined : {}, idem());
       expect([method, path, res.status, res.body.error.code]).toEqual([method, path, 403, 'insufficient_scope']);
@@ -151,6 +153,7 @@ describe('modes', () => {
         ['GET', `/webhook_endpoints/${id}`],
         ['PATCH', `/webhook_endpoints/${id}`, { description: 'mine now' }],
         ['POST', `/webhook_endpoints/${id}/rotate_secret`],
+        ['POST', `/webhook_endpoints/${id}/test`, { type: 'checkout.session.completed' }],
         ['DELETE', `/webhook_endpoints/${id}`],
       ] as const) {
         expectError(await api(method, path, key, body), 404, 'endpoint_not_found');

@@ -54,6 +54,15 @@ it('requeues a failed attempt as the next attempt at its due time', () => {
   expect(q.takeDue(60_000)).toMatchObject({ eventId: 'evt_1', attemptNo: 2, dueAtMs: 60_000 });
 });
 
+it('puts back an attempt that could not be made, as the same attempt', () => {
+  const q = new DeliveryQueue();
+  q.add('evt_1', 0, 0);
+  q.putBack(q.takeDue(0)!, 500);
+  expect(q.inFlightCount).toBe(0);
+  expect(q.takeDue(499)).toBeUndefined();
+  expect(q.takeDue(500)).toMatchObject({ eventId: 'evt_1', attemptNo: 1, dueAtMs: 500 });
+});
+
 it('carries thousands of pending deliveries across a snapshot', () => {
   const q = new DeliveryQueue();
   for (let i = 0; i < 5000; i++) q.add(`evt_${i}`, 0, 5000 - i);

@@ -1,0 +1,146 @@
+import type { Client } from '@temporalio/client';
+import { Client as PgClient } from 'pg';
+import { EVENTS_CHANNEL } from '../checkout/events';
+import type { Db } from '../db/knex';
+import { log } from '../lib/log';
+import { DispatchableEvent, endpointsFor, inParallel, signalDelivery } from './dispatch';
+
+export interface DispatcherDeps {
+  db: Db;
+  /** For the dedicated LISTEN connection (outside the pool). */
+  databaseUrl: string;
+  temporal: Client;
+  taskQueue: string;
+  /** How often undispatched events are swept up without a notification (a missed one, a crash). */
+  sweepEveryMs?: number;
+  /** Events per transaction. */
+  batchSize?: number;
+  /** Concurrent signals to Temporal. */
+  concurrency?: number;
+  /** Only these merchants' events (test files share one database, each with its own Temporal server). */
+  merchantIds?: ReadonlySet<string>;
+}
+
+export interface Dispatcher {
+  /** Dispatches every undispatched event now; resolves when none is left. */
+  drain(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Webhook fan-out after commit, run by the worker process: LISTENs on the events channel (Postgres
+ * announces an event only when its transaction commits) and sweeps every few seconds. Each pass
+ * locks a batch of undispatched events (FOR UPDATE SKIP LOCKED, so several dispatchers share the
+ * work), hands each to its endpoints' delivery workflows, and marks them dispatched in the same
+ * transaction. A dispatcher dying midway leaves its events undispatched for the next pass, and the
+ * workflows ignore the signals it repeats: no committed event is lost.
+ */
+export function startDispatcher(deps: DispatcherDeps): Dispatcher {
+  const sweepEveryMs = deps.sweepEveryMs ?? 5000;
+  const batchSize = deps.batchSize ?? 200;
+  const concurrency = deps.concurrency ?? 64;
+  let stopped = false;
+  let running: Promise<void> | null = null;
+  let again = false;
+  let listener: PgClient | null = null;
+  let reconnect: NodeJS.Timeout | null = null;
+
+  /** One batch in one transaction; returns how many events it dispatched. */
+  async function dispatchBatch(): Promise<number> {
+    return deps.db.transaction(async (trx) => {
+      const query = trx('events')
+        .whereNull('dispatched_at')
+        .orderBy('created_at')
+        .limit(batchSize)
+        .forUpdate()
+        .skipLocked()
+        .select('id', 'merchant_id', 'mode', 'type', 'target_endpoint_id');
+      if (deps.merchantIds) query.whereIn('merchant_id', [...deps.merchantIds]);
+      const events: DispatchableEvent[] = await query;
+      if (events.length === 0) return 0;
+      const targets = await endpointsFor(trx, events, { enabledOnly: false });
+      const signals = events.flatMap((e) => (targets.get(e.id) ?? []).map((endpointId) => ({ endpointId, e })));
+      await inParallel(signals, concurrency, ({ endpointId, e }) =>
+        signalDelivery(deps.temporal, deps.taskQueue, endpointId, { eventId: e.id, generation: 0 }),
+      );
+      await trx('events')
+        .whereIn(
+          'id',
+          events.map((e) => e.id),
+        )
+        .update({ dispatched_at: trx.fn.now() });
+      return events.length;
+    });
+  }
+
+  async function pass(): Promise<void> {
+    do {
+      again = false;
+      while ((await dispatchBatch()) === batchSize && !stopped);
+    } while (again && !stopped);
+  }
+
+  /** Runs a pass, or asks the running one to go round again. */
+  function kick(): Promise<void> {
+    if (deps.merchantIds?.size === 0 || stopped) return running ?? Promise.resolve();
+    if (running) {
+      again = true;
+      return running;
+    }
+    running = pass()
+      .catch((err) =>
+        log.error('webhook dispatch failed; the sweep retries', {
+          error: err instanceof Error ? err.message : String(err),
+        }),
+      )
+      .finally(() => {
+        running = null;
+      });
+    return running;
+  }
+
+  async function listen(): Promise<void> {
+    const client = new PgClient({ connectionString: deps.databaseUrl });
+    client.on('notification', () => void kick());
+    client.on('error', (err) => {
+      log.warn('webhook dispatcher lost its LISTEN connection; reconnecting', { error: err.message });
+      listener = null;
+      void client.end().catch(() => undefined);
+      scheduleReconnect();
+    });
+    await client.connect();
+    if (stopped) return void (await client.end());
+    await client.query(`LISTEN ${EVENTS_CHANNEL}`);
+    listener = client;
+    void kick(); // whatever committed while we were not listening
+  }
+
+  function scheduleReconnect(): void {
+    if (stopped || reconnect) return;
+    reconnect = setTimeout(() => {
+      reconnect = null;
+      listen().catch(() => scheduleReconnect());
+    }, 1000);
+  }
+
+  listen().catch((err) => {
+    log.warn('webhook dispatcher could not LISTEN; retrying', { error: err.message });
+    scheduleReconnect();
+  });
+  const sweep = setInterval(() => void kick(), sweepEveryMs);
+
+  return {
+    async drain() {
+      await kick();
+      while (running) await running;
+    },
+    async stop() {
+      stopped = true;
+      clearInterval(sweep);
+      if (reconnect) clearTimeout(reconnect);
+      while (running) await running;
+      await listener?.end().catch(() => undefined);
+      listener = null;
+    },
+  };
+}

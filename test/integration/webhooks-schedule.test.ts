@@ -1,0 +1,251 @@
+import { newId, randomString } from '../../src/lib/ids';
+import { inParallel, signalDelivery } from '../../src/webhooks/dispatch';
+import { DISABLE_AFTER_FAILING_MS, MAX_ATTEMPTS, retryDelaysMs } from '../../src/webhooks/schedule';
+import { buildMerchant } from '../helpers/factories';
+import { call } from '../helpers/http';
+import { HttpsReceiver, RECEIVER_HOST, startHttpsReceiver } from '../helpers/https-receiver';
+import { startStack, Stack } from '../helpers/stack';
+
+/**
+ * The delivery workflow on the time-skipping server, against a real HTTPS receiver: the exact
+ * 8-attempt schedule, the 3-day disable and its e-mail, the reset by one success, redelivery after
+ * re-enabling, and continue-as-new with thousands of pending deliveries.
+ */
+let stack: Stack;
+let receiver: HttpsReceiver;
+beforeAll(async () => {
+  receiver = await startHttpsReceiver();
+  stack = await startStack({ WEBHOOK_ALLOWED_HOSTS: RECEIVER_HOST, WEBHOOK_EXTRA_CA_PATH: receiver.caPath });
+});
+afterAll(async () => {
+  await stack.stop();
+  await receiver.close();
+});
+
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+const path = () => `/hook-${randomString(10)}`;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Paths whose requests fail, each test adding its own; everything else answers 200. */
+const failing = new Set<string>();
+beforeAll(() => {
+  receiver.respond = (r) => ({ status: failing.has(r.path) ? 503 : 200 });
+});
+
+async function until<T>(read: () => Promise<T>, ok: (value: T) => boolean, what: string, timeoutMs = 20_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (ok(value)) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(value)}`);
+    await sleep(50);
+  }
+}
+
+async function webhookMerchant() {
+  const contactEmail = `ops-${randomString(8).toLowerCase()}@shop.example.com`;
+  const m = await buildMerchant(stack.db, { contactEmail });
+  stack.dispatchEventsOf(m.merchantId);
+  return { ...m, contactEmail };
+}
+
+async function createEndpoint(key: string, url: string) {
+  const res = await call(stack.baseUrl, 'POST', '/v1/webhook_endpoints', {
+    key,
+    idempotencyKey: `idem_${randomString(16)}`,
+    body: { url, events: ['*'], mode: 'test' },
+  });
+  if (res.status !== 201) throw new Error(`create endpoint answered ${res.status}: ${res.text}`);
+  return res.body as { id: string; secret: string; url: string };
+}
+
+async function sendTest(key: string, endpointId: string): Promise<string> {
+  const res = await call(stack.baseUrl, 'POST', `/v1/webhook_endpoints/${endpointId}/test`, {
+    key,
+    body: { type: 'checkout.session.completed' },
+  });
+  if (res.status !== 202) throw new Error(`test answered ${res.status}: ${res.text}`);
+  return res.body.event_id;
+}
+
+const deliveries = async (key: string, id: string) =>
+  (await call(stack.baseUrl, 'GET', `/v1/events/${id}`, { key })).body.deliveries as any[];
+const deliveriesAtLeast = (key: string, id: string, n: number) =>
+  until(
+    () => deliveries(key, id),
+    (d) => d.length >= n,
+    `${n} deliveries`,
+  );
+const readEndpoint = async (key: string, id: string) =>
+  (await call(stack.baseUrl, 'GET', `/v1/webhook_endpoints/${id}`, { key })).body;
+const emailsTo = (to: string) => stack.db('outbox').where({ kind: 'email', to });
+
+/** A failing endpoint with one event whose first attempt has been made; returns when that was. */
+async function failingEndpointWithEvent() {
+  const m = await webhookMerchant();
+  const p = path();
+  failing.add(p);
+  const endpoint = await createEndpoint(m.secretKey, receiver.url(p));
+  const eventId = await sendTest(m.secretKey, endpoint.id);
+  const [first] = await deliveriesAtLeast(m.secretKey, eventId, 1);
+  return { m, p, endpoint, eventId, firstFailureMs: Date.parse(first.delivered_at) };
+}
+
+/** Skips Temporal time to `firstFailureMs + offsetMs` (the workflow clock), then lets the activities settle. */
+async function skipTo(firstFailureMs: number, offsetMs: number) {
+  const now = await stack.env.currentTimeMs();
+  await stack.env.sleep(Math.max(1, firstFailureMs + offsetMs - now));
+  await sleep(300);
+}
+
+it('makes 8 attempts in all to a receiver that always fails, waiting 1 min, 5 min, 30 min, 2 h, 6 h, 24 h and 24 h', async () => {
+  const { m, p, eventId } = await failingEndpointWithEvent();
+  const total = retryDelaysMs.reduce((a, b) => a + b, 0);
+  await stack.env.sleep(total + MINUTE);
+  const rows = await deliveriesAtLeast(m.secretKey, eventId, MAX_ATTEMPTS);
+  expect(rows.map((d) => [d.attempt_no, d.status_code, d.error])).toEqual(
+    Array.from({ length: 8 }, (_, i) => [i + 1, 503, 'http_503']),
+  );
+  rows.forEach((row, i) => {
+    const at = Date.parse(row.delivered_at);
+    if (i < 7) {
+      expect(Date.parse(row.next_retry_at) - at).toBe(retryDelaysMs[i]);
+      const next = Date.parse(rows[i + 1].delivered_at);
+      expect(next - Date.parse(row.next_retry_at)).toBeGreaterThanOrEqual(0);
+      expect(next - Date.parse(row.next_retry_at)).toBeLessThan(1000);
+    } else {
+      expect(row.next_retry_at).toBeNull();
+    }
+  });
+  await stack.env.sleep('2 days');
+  await sleep(300);
+  expect(await deliveries(m.secretKey, eventId)).toHaveLength(8);
+  expect(receiver.requests.filter((r) => r.path === p)).toHaveLength(8);
+});
+
+it('disables an endpoint failing continuously for 3 days and e-mails the merchant contact', async () => {
+  const { m, endpoint, firstFailureMs } = await failingEndpointWithEvent();
+  await skipTo(firstFailureMs, DISABLE_AFTER_FAILING_MS - MINUTE);
+  expect(await readEndpoint(m.secretKey, endpoint.id)).toMatchObject({ status: 'enabled', disabled_reason: null });
+  expect(await emailsTo(m.contactEmail)).toEqual([]);
+
+  await stack.env.sleep('2 minutes');
+  const disabled = await until(
+    () => readEndpoint(m.secretKey, endpoint.id),
+    (e) => e.status === 'disabled',
+    'the disable',
+  );
+  expect(disabled.disabled_reason).toBe('delivery_failures');
+  const emails = await emailsTo(m.contactEmail);
+  expect(emails).toHaveLength(1);
+  expect(emails[0].subject).toBe(`Webhook endpoint disabled: ${endpoint.url}`);
+  expect(emails[0].body).toContain(endpoint.id);
+});
+
+it('does not disable when one success interrupts the failures: the clock restarts at the next failure', async () => {
+  const { m, p, endpoint, eventId, firstFailureMs } = await failingEndpointWithEvent();
+  await skipTo(firstFailureMs, 2 * 24 * HOUR);
+  failing.delete(p);
+  const ok = await sendTest(m.secretKey, endpoint.id);
+  await until(
+    () => deliveries(m.secretKey, ok),
+    (d) => d[0]?.status_code === 200,
+    'the success',
+  );
+  failing.add(p);
+
+  await skipTo(firstFailureMs, DISABLE_AFTER_FAILING_MS + HOUR);
+  expect((await readEndpoint(m.secretKey, endpoint.id)).status).toBe('enabled');
+  expect(await emailsTo(m.contactEmail)).toEqual([]);
+
+  // The first event's last attempt (after the success) failed: 3 days from it, the endpoint goes.
+  const rows = await deliveries(m.secretKey, eventId);
+  const lastFailureMs = Date.parse(rows[MAX_ATTEMPTS - 1].delivered_at);
+  await skipTo(lastFailureMs, DISABLE_AFTER_FAILING_MS + MINUTE);
+  await until(
+    () => readEndpoint(m.secretKey, endpoint.id),
+    (e) => e.status === 'disabled',
+    'the disable 3 days after the new failure',
+  );
+});
+
+it('redelivers to an endpoint once it is enabled again after a disable', async () => {
+  const { m, p, endpoint, eventId, firstFailureMs } = await failingEndpointWithEvent();
+  await skipTo(firstFailureMs, DISABLE_AFTER_FAILING_MS + MINUTE);
+  await until(
+    () => readEndpoint(m.secretKey, endpoint.id),
+    (e) => e.status === 'disabled',
+    'the disable',
+  );
+  const redeliver = () => call(stack.baseUrl, 'POST', `/v1/events/${eventId}/redeliver`, { key: m.secretKey });
+  expect((await redeliver()).body).toEqual({ endpoints: 0 });
+
+  failing.delete(p);
+  const enabled = await call(stack.baseUrl, 'PATCH', `/v1/webhook_endpoints/${endpoint.id}`, {
+    key: m.secretKey,
+    body: { status: 'enabled' },
+  });
+  expect(enabled.body).toMatchObject({ status: 'enabled', disabled_reason: null });
+  const res = await redeliver();
+  expect([res.status, res.body]).toEqual([202, { endpoints: 1 }]);
+  const rows = await deliveriesAtLeast(m.secretKey, eventId, MAX_ATTEMPTS + 1);
+  expect(rows[MAX_ATTEMPTS]).toMatchObject({ attempt_no: 1, status_code: 200, error: null, next_retry_at: null });
+});
+
+it('continues as new before its history grows large and keeps thousands of pending deliveries', async () => {
+  const m = await webhookMerchant();
+  const p = path();
+  const seen = new Map<string, number>();
+  const respond = receiver.respond;
+  receiver.respond = (r) => {
+    if (r.path !== p) return respond(r);
+    const id = r.headers['svc-event-id'] as string;
+    seen.set(id, (seen.get(id) ?? 0) + 1);
+    return { status: seen.get(id) === 1 ? 503 : 200 }; // the first attempt fails, the retry succeeds
+  };
+  const endpoint = await createEndpoint(m.secretKey, receiver.url(p));
+  const count = 1500;
+  const ids = Array.from({ length: count }, () => newId('evt', 'test'));
+  await stack.db.batchInsert(
+    'events',
+    ids.map((id) => ({
+      id,
+      merchant_id: m.merchantId,
+      mode: 'test',
+      type: 'checkout.session.completed',
+      data_object: JSON.stringify({ id: 'cs_test_bulk', object: 'checkout.session' }),
+      created_at: stack.clock(),
+      dispatched_at: stack.clock(), // signalled below, not by the dispatcher
+    })),
+    500,
+  );
+  await signalDelivery(stack.env.client, stack.taskQueue, endpoint.id, { eventId: ids[0], generation: 0 });
+  const handle = stack.env.client.workflow.getHandle(endpoint.id);
+  const firstRun = (await handle.describe()).runId;
+  await inParallel(ids.slice(1), 16, (eventId) =>
+    signalDelivery(stack.env.client, stack.taskQueue, endpoint.id, { eventId, generation: 0 }),
+  );
+
+  const attempts = (n: number) =>
+    stack.db('event_deliveries').where({ endpoint_id: endpoint.id, attempt_no: n }).count({ c: '*' }).first();
+  await until(
+    () => attempts(1),
+    (r) => Number(r!.c) === count,
+    'every first attempt',
+    60_000,
+  );
+  await stack.env.sleep('2 minutes');
+  await until(
+    () => attempts(2),
+    (r) => Number(r!.c) === count,
+    'every retry',
+    60_000,
+  );
+  await sleep(500);
+  const rows = await stack.db('event_deliveries').where({ endpoint_id: endpoint.id });
+  expect(rows).toHaveLength(2 * count);
+  expect(rows.filter((r) => r.attempt_no === 2 && r.status_code === 200)).toHaveLength(count);
+  expect([...seen.values()].every((n) => n === 2)).toBe(true);
+  expect(seen.size).toBe(count);
+  expect((await handle.describe()).runId).not.toBe(firstRun);
+}, 180_000);
