@@ -1,6 +1,7 @@
 import type { Db } from '../src/db/knex';
 import type { Clock } from '../src/lib/clock';
 import type { WebhookRuntime } from '../src/webhooks/runtime';
+import { createAttemptActivities } from './attempts';
 import { createDeliveryActivities } from './delivery';
 import { createJanitorActivities } from './janitor';
 import { createSessionActivities } from './session';
@@ -19,6 +20,7 @@ export function createActivities(deps: ActivityDeps) {
   return {
     ...createJanitorActivities(deps),
     ...createSessionActivities(deps),
+    ...createAttemptActivities(deps),
     ...createDeliveryActivities(deps),
   };
 }

@@ -3,6 +3,7 @@ import * as foundation from './20261121000000_foundation';
 import * as partnerStock from './20261121010000_partner_stock';
 import * as checkoutSessions from './20261121020000_checkout_sessions';
 import * as webhooks from './20261121040000_webhooks';
+import * as checkoutPayments from './20261121060000_checkout_payments';
 
 type Migration = { up(knex: Knex): Promise<void>; down?(knex: Knex): Promise<void> };
 
@@ -12,6 +13,7 @@ const migrations: Array<[string, Migration]> = [
   ['20261121010000_partner_stock', partnerStock],
   ['20261121020000_checkout_sessions', checkoutSessions],
   ['20261121040000_webhooks', webhooks],
+  ['20261121060000_checkout_payments', checkoutPayments],
 ];
 
 /** A knex migration source over the static list, so migrations run the same under tsx, jest and node. */

@@ -11,6 +11,7 @@ import { checkoutCursor, nextCheckoutCursor } from './cursor';
 import { eventOut, getEvent, listEvents } from './events';
 import { listMerchantMethods } from './payment-methods';
 import { eventListQuery, sessionIn, sessionListQuery } from './schemas';
+import { publicRoutes, PublicAdapters } from './public-routes';
 import { paymentMethodOut } from './serializers';
 import { createSession } from './sessions/create-session';
 import type { SessionDeps } from './sessions/deps';
@@ -19,8 +20,11 @@ import { getSession, listSessions } from './sessions/queries';
 import { sessionOut } from './sessions/session-row';
 import { eventDeliveries } from '../webhooks/deliveries';
 
-/** The Checkout API's merchant routes under `/v1` (secret key). */
-export function checkoutRouter(deps: AppDeps): Router {
+/**
+ * The Checkout API under `/v1`: the merchant routes (secret key) and the hosted page's public
+ * routes (publishable key); `adapters` swaps the payment vendors or the SMS provider (tests).
+ */
+export function checkoutRouter(deps: AppDeps, adapters: PublicAdapters = {}): Router {
   const router = new Router({ prefix: '/v1' });
   const { db, clock, temporal, settings } = deps;
   const base = settings.PUBLIC_BASE_URL;
@@ -100,5 +104,5 @@ export function checkoutRouter(deps: AppDeps): Router {
     ctx.body = { ...eventOut(event), deliveries: await eventDeliveries(db, event.id) };
   });
 
-  return router;
+  return publicRoutes(router, deps, adapters);
 }

@@ -122,3 +122,62 @@ export const eventListQuery = z.strictObject({
 });
 
 export const idParam = (name: string) => z.object({ [name]: z.string().min(1).max(100) });
+
+/** A session code on public routes: 8–32 upper-case letters and digits (anything else names no session). */
+export const SESSION_CODE = /^[A-Z0-9]{8,32}$/;
+
+export const addressIn = z.strictObject({
+  governorate: text(1, 100),
+  city: text(1, 100),
+  line: text(1, 300),
+  landmark: text(1, 300).nullable().optional(),
+  country: z.string().regex(/^[A-Z]{2}$/, 'Must be a two-letter upper-case country code'),
+  geo: z
+    .strictObject({
+      lat: z.number().min(-90).max(90).nullable(),
+      lng: z.number().min(-180).max(180).nullable(),
+    })
+    .nullable()
+    .optional(),
+});
+export type AddressIn = z.infer<typeof addressIn>;
+
+export const otpRequestIn = z.strictObject({ phone });
+export type OtpRequestIn = z.infer<typeof otpRequestIn>;
+
+export const otpVerifyIn = z.strictObject({
+  phone,
+  code: z.string().regex(/^[0-9]{6}$/, 'Must be the 6-digit code'),
+});
+export type OtpVerifyIn = z.infer<typeof otpVerifyIn>;
+
+export const customerIn = z
+  .strictObject({ name: text(1, 120).optional(), address: addressIn.optional() })
+  .refine((c) => c.name !== undefined || c.address !== undefined, 'Give name, address or both');
+export type CustomerIn = z.infer<typeof customerIn>;
+
+export const attemptIn = z.strictObject({ method: text(1, 64) });
+export type AttemptIn = z.infer<typeof attemptIn>;
+
+export const testGatewayDecisions = ['succeeded', 'failed', 'canceled', 'slow'] as const;
+export const decisionIn = z.strictObject({ decision: z.enum(testGatewayDecisions) });
+
+const metadataIn = z
+  .record(z.string().min(1).max(40), text(0, 500))
+  .refine((m) => Object.keys(m).length <= 50, 'At most 50 keys');
+
+export const refundIn = withStorableKeys(
+  z.strictObject({
+    session_id: text(1, 100),
+    amount: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER),
+    reason: text(1, 500).optional(),
+    metadata: metadataIn.optional(),
+  }),
+);
+export type RefundIn = z.infer<typeof refundIn>;
+
+export const refundListQuery = z.strictObject({
+  session_id: singleQueryValue.max(100).optional(),
+  limit: listLimit,
+  cursor: singleQueryValue.optional(),
+});

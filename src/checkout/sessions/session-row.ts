@@ -1,6 +1,16 @@
 import type { KeyMode } from '../../keys/keys';
 import type { LineItem } from '../money';
 
+/** A shipping address as stored and shown. */
+export interface Address {
+  governorate: string;
+  city: string;
+  line: string;
+  landmark: string | null;
+  country: string;
+  geo: { lat: number | null; lng: number | null } | null;
+}
+
 /** A `checkout_sessions` row as knex returns it. */
 export interface SessionRow {
   id: string;
@@ -15,7 +25,8 @@ export interface SessionRow {
   line_items: LineItem[];
   price_key: string;
   payment_method_types: string[];
-  customer: { phone: string | null; name: string | null; address: unknown };
+  /** `phone_verified` is set once the shopper proved the phone by SMS code on the hosted page. */
+  customer: { phone: string | null; name: string | null; address: Address | null; phone_verified?: boolean };
   collect: { phone: string; name: string; shipping_address: string };
   presentment: { currency: string; fx_rate: number } | null;
   payment: Record<string, unknown> | null;

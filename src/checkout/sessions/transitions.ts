@@ -1,6 +1,6 @@
 import type { Db } from '../../db/knex';
 import type { KeyMode } from '../../keys/keys';
-import { recordEvent } from '../events';
+import { EventType, recordEvent } from '../events';
 import { SessionRow, sessionOut } from './session-row';
 
 export interface TransitionResult {
@@ -9,42 +9,54 @@ export interface TransitionResult {
   changed: boolean;
 }
 
+interface CloseInput {
+  sessionId: string;
+  scope?: { merchantId: string; mode: KeyMode };
+  publicBaseUrl: string;
+  /** The transition's time (the injected clock): `updated_at` and the event's `created_at`. */
+  now: Date;
+}
+
 /**
- * Expires an open session with its `checkout.session.expired` event, in one transaction. The
- * conditional UPDATE decides races (timer, `/expire`, reconciliation, a payment): exactly one
- * caller changes the row and writes the event. Null when there is no such session in scope.
+ * Moves an open session to `to` with its event, in one transaction. The conditional UPDATE decides
+ * races (timer, `/expire`, reconciliation, a payment, a shopper cancel): exactly one caller changes
+ * the row and writes the event. Null when there is no such session in scope.
  */
-export async function expireOpenSession(
+async function closeOpenSession(
   db: Db,
-  input: {
-    sessionId: string;
-    scope?: { merchantId: string; mode: KeyMode };
-    publicBaseUrl: string;
-    /** The transition's time (the injected clock): `updated_at` and the event's `created_at`. */
-    now: Date;
-  },
+  input: CloseInput & { to: 'expired' | 'canceled'; event: EventType },
 ): Promise<TransitionResult | null> {
   const run = async (trx: Db) => {
     const where = {
       id: input.sessionId,
       ...(input.scope ? { merchant_id: input.scope.merchantId, mode: input.scope.mode } : {}),
     };
-    const [expired]: SessionRow[] = await trx('checkout_sessions')
+    const [closed]: SessionRow[] = await trx('checkout_sessions')
       .where({ ...where, status: 'open' })
-      .update({ status: 'expired', updated_at: input.now })
+      .update({ status: input.to, updated_at: input.now })
       .returning('*');
-    if (expired) {
+    if (closed) {
       await recordEvent(trx, {
-        merchantId: expired.merchant_id,
-        mode: expired.mode,
-        type: 'checkout.session.expired',
-        object: sessionOut(expired, input.publicBaseUrl),
+        merchantId: closed.merchant_id,
+        mode: closed.mode,
+        type: input.event,
+        object: sessionOut(closed, input.publicBaseUrl),
         now: input.now,
       });
-      return { session: expired, changed: true };
+      return { session: closed, changed: true };
     }
     const current: SessionRow | undefined = await trx('checkout_sessions').where(where).first();
     return current ? { session: current, changed: false } : null;
   };
   return db.isTransaction ? run(db) : db.transaction(run);
+}
+
+/** Expires an open session with its `checkout.session.expired` event (see closeOpenSession). */
+export function expireOpenSession(db: Db, input: CloseInput): Promise<TransitionResult | null> {
+  return closeOpenSession(db, { ...input, to: 'expired', event: 'checkout.session.expired' });
+}
+
+/** Cancels an open session (the shopper, on the page) with its `checkout.session.canceled` event. */
+export function cancelOpenSession(db: Db, input: CloseInput): Promise<TransitionResult | null> {
+  return closeOpenSession(db, { ...input, to: 'canceled', event: 'checkout.session.canceled' });
 }

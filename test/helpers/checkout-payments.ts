@@ -1,0 +1,199 @@
+import Koa from 'koa';
+import { temporal } from '@temporalio/proto';
+import type { Worker } from '@temporalio/worker';
+import { checkoutStack } from '../../src/app';
+import type { PublicAdapters } from '../../src/checkout/public-routes';
+import { checkoutRouter } from '../../src/checkout/routes';
+import type { Db } from '../../src/db/knex';
+import { randomString } from '../../src/lib/ids';
+import { createWorker } from '../../src/worker/create-worker';
+import { call, TestResponse } from './http';
+import { listen, readRunEnv, Stack } from './stack';
+
+/**
+ * Shared by the tests of paying a session: a merchant's session, the shopper's calls on the
+ * public routes (each test file from its own client IP, so per-IP limits never cross files),
+ * the SMS outbox, polling in real time and reading a workflow's history.
+ */
+
+export const SECOND = 1000;
+export const MINUTE = 60 * SECOND;
+export const HOUR = 60 * MINUTE;
+
+/** A session body; `amount` also sets the one charge line, so line items always reconcile. */
+export function sessionBody(over: Record<string, unknown> = {}): Record<string, any> {
+  const amount = (over.amount as number | undefined) ?? 25000;
+  return {
+    reference_id: `order-${randomString(12)}`,
+    amount,
+    currency: 'IQD',
+    line_items: [{ label: 'Order', amount, type: 'charge' }],
+    payment_method_types: ['test', 'cashondelivery'],
+    success_url: 'https://shop.example.com/done?order=7',
+    cancel_url: 'https://shop.example.com/cart',
+    ...over,
+  };
+}
+
+/** A session that needs no verification or details, so attempts can start at once. */
+export const payableBody = (over: Record<string, unknown> = {}) =>
+  sessionBody({ collect: { phone: 'none', name: 'optional', shipping_address: 'none' }, ...over });
+
+/** Creates a session as the merchant would (201 expected). */
+export async function createSession(api: { baseUrl: string }, secretKey: string, body: Record<string, unknown>) {
+  const res = await call(api.baseUrl, 'POST', '/v1/checkout/sessions', {
+    key: secretKey,
+    body,
+    idempotencyKey: `idem_${randomString(16)}`,
+  });
+  if (res.status !== 201) throw new Error(`create answered ${res.status}: ${res.text}`);
+  return res.body;
+}
+
+/** A random client IP in 10/8, so each caller has its own per-IP windows. */
+export const randomIp = () =>
+  `10.${Math.floor(Math.random() * 256)}.${Math.floor(Math.random() * 256)}.${1 + Math.floor(Math.random() * 254)}`;
+
+/** A random Iraqi mobile number in E.164 (never the test phone). */
+export const randomPhone = () => `+9647${String(100000000 + Math.floor(Math.random() * 899999999))}`;
+
+export interface ShopperOptions {
+  body?: unknown;
+  token?: string;
+  ip?: string;
+  headers?: Record<string, string>;
+}
+
+/** The shopper's browser: calls a public route with the publishable key, from `ip`. */
+export function shopper(api: { baseUrl: string }, publishableKey: string, defaultIp = randomIp()) {
+  return (method: string, path: string, opts: ShopperOptions = {}): Promise<TestResponse> =>
+    call(api.baseUrl, method, `/v1/public${path}`, {
+      key: publishableKey,
+      body: opts.body,
+      headers: {
+        'x-forwarded-for': opts.ip ?? defaultIp,
+        ...(opts.token ? { 'x-svc-customer-token': opts.token } : {}),
+        ...opts.headers,
+      },
+    });
+}
+
+/** Asserts status, error code and details in one comparison, so a failure shows all three. */
+export function expectError(res: TestResponse, status: number, code: string, details: unknown[] = []) {
+  expect({ status: res.status, code: res.body?.error?.code, details: res.body?.error?.details }).toEqual({
+    status,
+    code,
+    details,
+  });
+}
+
+/** The latest code the SMS outbox holds for `phone`. */
+export async function smsCode(db: Db, phone: string): Promise<string | undefined> {
+  const row = await db('outbox').where({ kind: 'sms', to: phone }).orderBy('id', 'desc').first();
+  return row ? /\b(\d{6})\b/.exec(row.body)?.[1] : undefined;
+}
+
+/** Polls `check` in real time (activities need it to finish) until it holds. */
+export async function until(check: () => Promise<boolean>, what: string, tries = 150): Promise<void> {
+  for (let i = 0; i < tries; i++) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+const EventType = temporal.api.enums.v1.EventType;
+
+const summaryOf = (e: temporal.api.history.v1.IHistoryEvent) =>
+  e.userMetadata?.summary?.data ? JSON.parse(Buffer.from(e.userMetadata.summary.data).toString()) : '';
+
+/** A workflow's history as short lines (timers with their seconds and summary, signals, activities). */
+export async function historyOf(stack: Stack, workflowId: string): Promise<string[]> {
+  const history = await stack.env.client.workflow.getHandle(workflowId).fetchHistory();
+  return (history.events ?? []).flatMap((e) => {
+    switch (e.eventType) {
+      case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+        return [`started ${e.workflowExecutionStartedEventAttributes?.workflowType?.name}`];
+      case EventType.EVENT_TYPE_TIMER_STARTED: {
+        const t = e.timerStartedEventAttributes?.startToFireTimeout;
+        const seconds = Number(t?.seconds ?? 0) + Number(t?.nanos ?? 0) / 1e9;
+        return [`timer ${seconds} s: ${summaryOf(e)}`];
+      }
+      case EventType.EVENT_TYPE_TIMER_FIRED:
+        return ['timer fired'];
+      case EventType.EVENT_TYPE_TIMER_CANCELED:
+        return ['timer canceled'];
+      case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
+        return [`signal ${e.workflowExecutionSignaledEventAttributes?.signalName}`];
+      case EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+        return [`activity ${e.activityTaskScheduledEventAttributes?.activityType?.name}`];
+      case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
+        return ['completed'];
+      default:
+        return [];
+    }
+  });
+}
+
+/** Waits until the workflow's history ends with `last` (the workflow has acted and is waiting). */
+export async function untilHistoryEndsWith(stack: Stack, workflowId: string, last: string): Promise<void> {
+  await until(async () => (await historyOf(stack, workflowId)).at(-1) === last, `history to end with "${last}"`);
+}
+
+/** The events of `type` recorded about session `sessionId`, oldest first. */
+export const sessionEvents = (db: Db, sessionId: string, type: string) =>
+  db('events').where({ type }).whereRaw("data_object->>'id' = ?", [sessionId]).orderBy('created_at').orderBy('id');
+
+/**
+ * A Checkout API of its own beside the stack (same Temporal server and clock, its own task queue,
+ * optionally its own database or adapters) with a worker the test can stop and start.
+ */
+export async function sideApi(stack: Stack, opts: { db?: Db; adapters?: PublicAdapters } = {}) {
+  const taskQueue = `side-${randomString(10)}`;
+  const db = opts.db ?? stack.db;
+  const deps = { ...stack.deps, db, settings: { ...stack.deps.settings, TEMPORAL_TASK_QUEUE: taskQueue } };
+  const app = new Koa({ proxy: true });
+  app.use(checkoutStack(deps, checkoutRouter(deps, opts.adapters)));
+  const http = await listen(app);
+  let current: { worker: Worker; running: Promise<void> } | null = null;
+  const side = {
+    baseUrl: http.baseUrl,
+    taskQueue,
+    async startWorker() {
+      const worker = await createWorker({
+        connection: stack.env.nativeConnection,
+        namespace: stack.env.namespace ?? 'default',
+        taskQueue,
+        db,
+        clock: stack.clock,
+        publicBaseUrl: stack.settings.PUBLIC_BASE_URL,
+        workflowBundle: { codePath: readRunEnv().workflowBundlePath },
+      });
+      current = { worker, running: worker.run() };
+    },
+    async stopWorker() {
+      if (!current) return;
+      current.worker.shutdown();
+      await current.running;
+      current = null;
+    },
+    async close() {
+      await side.stopWorker();
+      await http.close();
+    },
+  };
+  await side.startWorker();
+  return side;
+}
+
+/** Runs `body` with the app clock frozen at `at`, then puts the clock back where it was running. */
+export async function withFrozenClock<T>(stack: Stack, at: Date, body: () => Promise<T>): Promise<T> {
+  const offset = stack.clock().getTime() - Date.now();
+  stack.clock.freeze(at);
+  try {
+    return await body();
+  } finally {
+    stack.clock.unfreeze();
+    stack.clock.advance(offset - (stack.clock().getTime() - Date.now()));
+  }
+}
