@@ -3,18 +3,21 @@ import type { Db } from '../src/db/knex';
 import type { Clock } from '../src/lib/clock';
 import {
   AttemptKey,
+  attemptKey,
+  AttemptMade,
   AttemptResult,
   disableIfStillFailing,
-  recordAttempt,
+  droppedResult,
+  recordAttempts,
   recordCancelled,
-  recordedAttempt,
+  recordedAttempts,
 } from '../src/webhooks/attempts';
 import type { EndpointRow } from '../src/webhooks/endpoint-row';
 import type { WebhookRuntime } from '../src/webhooks/runtime';
 import { DELIVERY_TIMEOUT_MS } from '../src/webhooks/schedule';
 import { deliveryAgent, postWebhook, SendResult } from '../src/webhooks/send';
 import { signatureHeader } from '../src/webhooks/signing';
-import { checkWebhookUrl } from '../src/webhooks/url-safety';
+import { checkWebhookUrl, CheckedTarget } from '../src/webhooks/url-safety';
 
 export interface DeliveryActivityDeps {
   db: Db;
@@ -37,48 +40,83 @@ export function createDeliveryActivities({ db, clock, webhooks }: DeliveryActivi
     return secrets;
   }
 
-  /** Checks the target again (DNS may have changed), then signs and POSTs the event to the checked address. */
-  async function send(endpoint: EndpointRow, event: EventRow): Promise<SendResult> {
-    const check = await checkWebhookUrl(endpoint.url, webhooks);
-    if (!check.ok) return { statusCode: null, error: check.issue };
+  /** Signs (a timestamp of its own) and POSTs one event to the checked address. */
+  function send(target: CheckedTarget, secrets: string[], event: EventRow): Promise<SendResult> {
     const body = JSON.stringify(eventOut(event));
     const headers = {
       'content-type': 'application/json',
-      'svc-signature': signatureHeader(body, signingSecrets(endpoint), Math.floor(clock().getTime() / 1000)),
+      'svc-signature': signatureHeader(body, secrets, Math.floor(clock().getTime() / 1000)),
       'svc-event-id': event.id,
       'svc-event-type': event.type,
     };
-    return postWebhook(check.target, body, headers, { agent, timeoutMs: DELIVERY_TIMEOUT_MS });
+    return postWebhook(target, body, headers, { agent, timeoutMs: DELIVERY_TIMEOUT_MS });
+  }
+
+  /** What each attempt comes to: refused before sending, or sent (the target checked once for the batch). */
+  async function attempt(
+    endpoint: EndpointRow | undefined,
+    todo: Array<AttemptKey & { event: EventRow }>,
+  ): Promise<AttemptMade[]> {
+    const refuse = (error: string) => todo.map((a) => ({ ...a, statusCode: null, error, attempted: false }));
+    if (!endpoint) return refuse('endpoint_deleted');
+    if (endpoint.status !== 'enabled') return refuse('endpoint_disabled');
+    const check = await checkWebhookUrl(endpoint.url, webhooks); // DNS may have changed since registration
+    if (!check.ok) return todo.map((a) => ({ ...a, statusCode: null, error: check.issue, attempted: true }));
+    const secrets = signingSecrets(endpoint);
+    return Promise.all(
+      todo.map(async (a) => ({ ...a, ...(await send(check.target, secrets, a.event)), attempted: true })),
+    );
   }
 
   return {
     /**
-     * One attempt of one delivery, made at `attemptAtMs` (workflow time, recorded as delivered_at):
-     * skipped and recorded when the endpoint is gone (`endpoint_deleted`) or disabled
-     * (`endpoint_disabled`), otherwise sent with a fresh timestamp and recorded with its outcome.
+     * One attempt of each delivery in the batch, made at `attemptAtMs` (workflow time, recorded as
+     * delivered_at) and sent concurrently: skipped and recorded when the endpoint is gone
+     * (`endpoint_deleted`) or disabled (`endpoint_disabled`), otherwise sent with a fresh timestamp
+     * and recorded with its outcome. Results in the order given.
      */
-    async deliverAttempt(input: AttemptKey & { attemptAtMs: number }): Promise<AttemptResult> {
-      const recorded = await recordedAttempt(db, input);
-      if (recorded) return recorded;
-      const event: EventRow | undefined = await db('events').where({ id: input.eventId }).first();
-      if (!event) {
-        return { outcome: 'dropped', statusCode: null, error: null, nextRetryAtMs: null, failingSinceMs: null };
+    async deliverBatch(input: {
+      endpointId: string;
+      attemptAtMs: number;
+      deliveries: AttemptKey[];
+    }): Promise<AttemptResult[]> {
+      const { endpointId, attemptAtMs, deliveries } = input;
+      const [recorded, endpoint, events] = await Promise.all([
+        recordedAttempts(db, endpointId, deliveries),
+        db('webhook_endpoints').where({ id: endpointId }).first() as Promise<EndpointRow | undefined>,
+        db('events').whereIn('id', [...new Set(deliveries.map((d) => d.eventId))]) as Promise<EventRow[]>,
+      ]);
+      const open = deliveries.filter((d) => !recorded.has(attemptKey(d)));
+      if (open.length > 0) {
+        const byId = new Map(events.map((e) => [e.id, e]));
+        const todo = open.flatMap((d) => {
+          const event = byId.get(d.eventId);
+          return event ? [{ ...d, event }] : []; // a purged event is dropped, nothing recorded
+        });
+        // Never send another tenant's event (a dispatcher bug): treat the endpoint as gone for it.
+        const sameTenant = (e: EventRow) =>
+          endpoint !== undefined && e.merchant_id === endpoint.merchant_id && e.mode === endpoint.mode;
+        const made = [
+          ...(await attempt(
+            endpoint,
+            todo.filter((a) => sameTenant(a.event)),
+          )),
+          ...(await attempt(
+            undefined,
+            todo.filter((a) => !sameTenant(a.event)),
+          )),
+        ];
+        const fresh = await recordAttempts(db, endpointId, made, attemptAtMs);
+        for (const [key, result] of fresh) recorded.set(key, result);
       }
-      const endpoint: EndpointRow | undefined = await db('webhook_endpoints').where({ id: input.endpointId }).first();
-      const record = (result: SendResult, attempted: boolean) =>
-        recordAttempt(db, input, event, { ...result, attemptAtMs: input.attemptAtMs, attempted });
-      if (!endpoint || endpoint.merchant_id !== event.merchant_id || endpoint.mode !== event.mode) {
-        return record({ statusCode: null, error: 'endpoint_deleted' }, false);
-      }
-      if (endpoint.status !== 'enabled') return record({ statusCode: null, error: 'endpoint_disabled' }, false);
-      return record(await send(endpoint, event), true);
+      return deliveries.map((d) => recorded.get(attemptKey(d)) ?? droppedResult);
     },
 
     /** Records scheduled attempts that will not happen (the endpoint was deleted). */
     async recordCancelledDeliveries(input: {
       endpointId: string;
       error: 'endpoint_deleted';
-      deliveries: Array<{ eventId: string; generation: number; attemptNo: number }>;
+      deliveries: AttemptKey[];
     }): Promise<number> {
       return recordCancelled(db, input.endpointId, input.error, input.deliveries);
     },

@@ -10,33 +10,39 @@ import {
 import { DeliveryQueue } from '../src/webhooks/delivery-queue';
 import { DISABLE_AFTER_FAILING_MS } from '../src/webhooks/schedule';
 
-/** Attempts in flight at once per endpoint. */
-const MAX_IN_FLIGHT = 10;
+/** Attempts per activity (sent concurrently), and activities in flight at once: at most 20 POSTs per endpoint. */
+const BATCH_SIZE = 10;
+const MAX_BATCHES_IN_FLIGHT = 2;
 /** Continue as new past this many history events (the time-skipping server never suggests it). */
-const HISTORY_LIMIT = 5000;
+const DEFAULT_HISTORY_LIMIT = 5000;
 /** Cancelled deliveries recorded per activity call. */
 const CANCEL_BATCH = 500;
 const RETRY_UNATTEMPTED_MS = 60_000;
 
-const { deliverAttempt, recordCancelledDeliveries, disableFailingEndpoint } = proxyActivities<DeliveryActivities>({
-  startToCloseTimeout: '1 minute', // a 10-second POST, a DNS lookup and two short transactions
+const { deliverBatch, recordCancelledDeliveries, disableFailingEndpoint } = proxyActivities<DeliveryActivities>({
+  startToCloseTimeout: '1 minute', // 10-second POSTs sent at once, a DNS lookup and two short transactions
   retry: { maximumInterval: '1 minute' },
 });
 
+const keyOf = ({ eventId, generation, attemptNo }: PendingDelivery) => ({ eventId, generation, attemptNo });
+
 /**
  * One per webhook endpoint (workflow id = endpoint id): keeps the endpoint's pending deliveries as
- * data, runs those due (several at once), schedules each failure's retry from the recorded
+ * data, runs those due in batches, schedules each failure's retry from the recorded
  * `next_retry_at`, disables the endpoint after 3 days of continuous failure, and on deletion records
  * every scheduled retry as `endpoint_deleted` and stops. Continues as new, carrying its queue.
  */
-export async function deliveryWorkflow({ endpointId, state }: DeliveryWorkflowInput): Promise<void> {
+export async function deliveryWorkflow(input: DeliveryWorkflowInput): Promise<void> {
+  const { endpointId, state, historyLimit = DEFAULT_HISTORY_LIMIT } = input;
   const queue = new DeliveryQueue(state);
   let failingSinceMs = state?.failingSinceMs ?? null;
   let deleted = false;
   let woken = false;
+  let batchesInFlight = 0;
 
-  setHandler(deliverSignal, ({ eventId, generation }) => {
-    if (queue.add(eventId, generation, Date.now())) woken = true;
+  setHandler(deliverSignal, ({ eventIds, generation }) => {
+    const now = Date.now();
+    for (const eventId of eventIds) if (queue.add(eventId, generation, now)) woken = true;
   });
   setHandler(endpointDeletedSignal, () => {
     deleted = true;
@@ -48,17 +54,18 @@ export async function deliveryWorkflow({ endpointId, state }: DeliveryWorkflowIn
     else queue.finish(d);
     if (r.outcome === 'deleted') deleted = true;
     if (r.outcome === 'delivered' || r.outcome === 'failed') failingSinceMs = r.failingSinceMs;
-    woken = true;
   };
-  const launch = (d: PendingDelivery) => {
-    const attempt = { endpointId, eventId: d.eventId, generation: d.generation, attemptNo: d.attemptNo };
-    deliverAttempt({ ...attempt, attemptAtMs: Date.now() }).then(
-      (r) => settle(d, r),
-      () => {
-        queue.putBack(d, Date.now() + RETRY_UNATTEMPTED_MS); // only if the activity was cancelled
+  const launch = (batch: PendingDelivery[], attemptAtMs: number) => {
+    batchesInFlight++;
+    deliverBatch({ endpointId, attemptAtMs, deliveries: batch.map(keyOf) })
+      .then(
+        (results) => batch.forEach((d, i) => settle(d, results[i])),
+        () => batch.forEach((d) => queue.putBack(d, Date.now() + RETRY_UNATTEMPTED_MS)), // only if cancelled
+      )
+      .finally(() => {
+        batchesInFlight--;
         woken = true;
-      },
-    );
+      });
   };
   // Timers are never cancelled (the time-skipping test server mishandles cancelling a timer that
   // has just fired): one is armed only when none earlier is pending, and a needless wake is harmless.
@@ -76,40 +83,41 @@ export async function deliveryWorkflow({ endpointId, state }: DeliveryWorkflowIn
   };
   const continueAsNewDue = () => {
     const info = workflowInfo();
-    return info.continueAsNewSuggested || info.historyLength > HISTORY_LIMIT;
+    return info.continueAsNewSuggested || info.historyLength > historyLimit;
   };
 
   while (!deleted && !continueAsNewDue()) {
     const now = Date.now();
-    while (queue.inFlightCount < MAX_IN_FLIGHT) {
-      const due = queue.takeDue(now);
-      if (!due) break;
-      launch(due);
+    while (batchesInFlight < MAX_BATCHES_IN_FLIGHT) {
+      const batch: PendingDelivery[] = [];
+      while (batch.length < BATCH_SIZE) {
+        const due = queue.takeDue(now);
+        if (!due) break;
+        batch.push(due);
+      }
+      if (batch.length === 0) break;
+      launch(batch, now);
     }
     const disableAt = failingSinceMs === null ? Infinity : failingSinceMs + DISABLE_AFTER_FAILING_MS;
     if (now >= disableAt) {
       ({ failingSinceMs } = await disableFailingEndpoint({ endpointId, nowMs: now }));
       continue;
     }
-    if (queue.inFlightCount < MAX_IN_FLIGHT) wakeAt(queue.nextDueAtMs() ?? Infinity);
+    if (batchesInFlight < MAX_BATCHES_IN_FLIGHT) wakeAt(queue.nextDueAtMs() ?? Infinity);
     wakeAt(disableAt);
     woken = false;
     await condition(() => woken);
   }
 
-  await condition(() => queue.inFlightCount === 0);
+  await condition(() => batchesInFlight === 0);
   if (deleted) {
-    for (let batch = queue.drain(); batch.length > 0; batch = queue.drain()) {
-      for (let i = 0; i < batch.length; i += CANCEL_BATCH) {
-        const deliveries = batch.slice(i, i + CANCEL_BATCH).map(({ eventId, generation, attemptNo }) => ({
-          eventId,
-          generation,
-          attemptNo,
-        }));
+    for (let pending = queue.drain(); pending.length > 0; pending = queue.drain()) {
+      for (let i = 0; i < pending.length; i += CANCEL_BATCH) {
+        const deliveries = pending.slice(i, i + CANCEL_BATCH).map(keyOf);
         await recordCancelledDeliveries({ endpointId, error: 'endpoint_deleted', deliveries });
       }
     }
     return;
   }
-  await continueAsNew<typeof deliveryWorkflow>({ endpointId, state: { ...queue.snapshot(), failingSinceMs } });
+  await continueAsNew<typeof deliveryWorkflow>({ ...input, state: { ...queue.snapshot(), failingSinceMs } });
 }

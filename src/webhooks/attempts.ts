@@ -3,10 +3,9 @@ import type { EventRow } from '../checkout/events';
 import type { DeliveryRow } from './deliveries';
 import { DISABLE_AFTER_FAILING_MS, nextRetryAtMs } from './schedule';
 
-/** One attempt's identity: the unique key of its delivery row. */
+/** One attempt of one delivery to the endpoint at hand: the rest of its delivery row's unique key. */
 export interface AttemptKey {
   eventId: string;
-  endpointId: string;
   generation: number;
   attemptNo: number;
 }
@@ -26,6 +25,26 @@ export interface AttemptResult {
   failingSinceMs: number | null;
 }
 
+/** An attempt made (or refused before sending), to record. */
+export interface AttemptMade extends AttemptKey {
+  event: Pick<EventRow, 'merchant_id' | 'mode'>;
+  statusCode: number | null;
+  error: string | null;
+  /** False when nothing was tried (`endpoint_deleted`, `endpoint_disabled`): no delivered_at, no retry. */
+  attempted: boolean;
+}
+
+export const attemptKey = (k: AttemptKey) => `${k.eventId}#${k.generation}#${k.attemptNo}`;
+export const droppedResult: AttemptResult = {
+  outcome: 'dropped',
+  statusCode: null,
+  error: null,
+  nextRetryAtMs: null,
+  failingSinceMs: null,
+};
+
+const rowKey = (r: DeliveryRow) =>
+  attemptKey({ eventId: r.event_id, generation: r.generation, attemptNo: r.attempt_no });
 const ms = (d: Date | null | undefined) => (d ? new Date(d).getTime() : null);
 
 function outcomeOf(row: Pick<DeliveryRow, 'error'>): AttemptOutcome {
@@ -40,75 +59,90 @@ async function failingSince(db: Db, endpointId: string): Promise<number | null> 
   return row?.status === 'enabled' ? ms(row.failing_since) : null;
 }
 
-function resultOf(row: DeliveryRow, failingSinceMs: number | null): AttemptResult {
-  return {
-    outcome: outcomeOf(row),
-    statusCode: row.status_code,
-    error: row.error,
-    nextRetryAtMs: ms(row.next_retry_at),
-    failingSinceMs,
-  };
+const resultOf = (row: DeliveryRow, failingSinceMs: number | null): AttemptResult => ({
+  outcome: outcomeOf(row),
+  statusCode: row.status_code,
+  error: row.error,
+  nextRetryAtMs: ms(row.next_retry_at),
+  failingSinceMs,
+});
+
+async function rowsOf(db: Db, endpointId: string, keys: readonly AttemptKey[]): Promise<DeliveryRow[]> {
+  if (keys.length === 0) return [];
+  const { rows } = await db.raw(
+    `SELECT d.* FROM event_deliveries d
+       JOIN unnest(?::text[], ?::bigint[], ?::int[]) AS k(event_id, generation, attempt_no)
+         ON d.event_id = k.event_id AND d.generation = k.generation AND d.attempt_no = k.attempt_no
+      WHERE d.endpoint_id = ?`,
+    [keys.map((k) => k.eventId), keys.map((k) => k.generation), keys.map((k) => k.attemptNo), endpointId],
+  );
+  return rows;
 }
 
-/** The attempt's result when its row is already recorded (an activity retry, a repeated signal), else null. */
-export async function recordedAttempt(db: Db, key: AttemptKey): Promise<AttemptResult | null> {
-  const row: DeliveryRow | undefined = await db('event_deliveries')
-    .where({
-      event_id: key.eventId,
-      endpoint_id: key.endpointId,
-      generation: key.generation,
-      attempt_no: key.attemptNo,
-    })
-    .first();
-  return row ? resultOf(row, await failingSince(db, key.endpointId)) : null;
+/** Results of the attempts already recorded (an activity retry, a repeated signal), by attemptKey. */
+export async function recordedAttempts(
+  db: Db,
+  endpointId: string,
+  keys: readonly AttemptKey[],
+): Promise<Map<string, AttemptResult>> {
+  const rows = await rowsOf(db, endpointId, keys);
+  if (rows.length === 0) return new Map();
+  const since = await failingSince(db, endpointId);
+  return new Map(rows.map((r) => [rowKey(r), resultOf(r, since)]));
 }
 
 /**
- * Records an attempt that was made (or refused before sending: `endpoint_deleted`,
- * `endpoint_disabled`, an unsafe target) and moves the endpoint's failure clock in the same
- * transaction: a success stops it, a failure starts it unless a later success was already recorded.
- * A row recorded first by someone else wins, and its result is returned.
+ * Records a batch of attempts made at `attemptAtMs` (workflow time): one row each, failures with
+ * their retry time from the schedule, and moves the endpoint's failure clock in the same
+ * transaction: any success stops it; failures alone start it, unless a success as recent was
+ * already recorded. A row recorded first by someone else wins, and its result is returned.
  */
-export async function recordAttempt(
+export async function recordAttempts(
   db: Db,
-  key: AttemptKey,
-  event: Pick<EventRow, 'merchant_id' | 'mode'>,
-  attempt: { statusCode: number | null; error: string | null; attemptAtMs: number; attempted: boolean },
-): Promise<AttemptResult> {
-  const failed = attempt.error !== null;
-  const nextRetry = failed && attempt.attempted ? nextRetryAtMs(key.attemptNo, attempt.attemptAtMs) : null;
-  const attemptAt = new Date(attempt.attemptAtMs);
+  endpointId: string,
+  attempts: readonly AttemptMade[],
+  attemptAtMs: number,
+): Promise<Map<string, AttemptResult>> {
+  if (attempts.length === 0) return new Map();
+  const attemptAt = new Date(attemptAtMs);
   return db.transaction(async (trx) => {
-    const [row]: DeliveryRow[] = await trx('event_deliveries')
-      .insert({
-        event_id: key.eventId,
-        endpoint_id: key.endpointId,
-        generation: key.generation,
-        attempt_no: key.attemptNo,
-        merchant_id: event.merchant_id,
-        mode: event.mode,
-        status_code: attempt.statusCode,
-        error: attempt.error,
-        delivered_at: attempt.attempted ? attemptAt : null,
-        next_retry_at: nextRetry === null ? null : new Date(nextRetry),
-      })
+    const inserted: DeliveryRow[] = await trx('event_deliveries')
+      .insert(
+        attempts.map((a) => {
+          const retry = a.error !== null && a.attempted ? nextRetryAtMs(a.attemptNo, attemptAtMs) : null;
+          return {
+            event_id: a.eventId,
+            endpoint_id: endpointId,
+            generation: a.generation,
+            attempt_no: a.attemptNo,
+            merchant_id: a.event.merchant_id,
+            mode: a.event.mode,
+            status_code: a.statusCode,
+            error: a.error,
+            delivered_at: a.attempted ? attemptAt : null,
+            next_retry_at: retry === null ? null : new Date(retry),
+          };
+        }),
+      )
       .onConflict(['event_id', 'endpoint_id', 'generation', 'attempt_no'])
       .ignore()
       .returning('*');
-    if (!row) return (await recordedAttempt(trx, key))!;
-    if (attempt.attempted && !failed) {
+    const made = inserted.filter((r) => r.delivered_at !== null);
+    if (made.some((r) => r.error === null)) {
       await trx.raw(
         `UPDATE webhook_endpoints SET failing_since = NULL, last_success_at = GREATEST(last_success_at, ?) WHERE id = ?`,
-        [attemptAt, key.endpointId],
+        [attemptAt, endpointId],
       );
-    } else if (attempt.attempted) {
+    } else if (made.length > 0) {
       await trx.raw(
         `UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, ?)
-          WHERE id = ? AND status = 'enabled' AND (last_success_at IS NULL OR last_success_at <= ?)`,
-        [attemptAt, key.endpointId, attemptAt],
+          WHERE id = ? AND status = 'enabled' AND (last_success_at IS NULL OR last_success_at < ?)`,
+        [attemptAt, endpointId, attemptAt],
       );
     }
-    return resultOf(row, await failingSince(trx, key.endpointId));
+    const rows = inserted.length === attempts.length ? inserted : await rowsOf(trx, endpointId, attempts);
+    const since = await failingSince(trx, endpointId);
+    return new Map(rows.map((r) => [rowKey(r), resultOf(r, since)]));
   });
 }
 
@@ -120,7 +154,7 @@ export async function recordCancelled(
   db: Db,
   endpointId: string,
   error: string,
-  deliveries: ReadonlyArray<{ eventId: string; generation: number; attemptNo: number }>,
+  deliveries: readonly AttemptKey[],
 ): Promise<number> {
   if (deliveries.length === 0) return 0;
   const { rowCount } = await db.raw(

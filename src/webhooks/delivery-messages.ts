@@ -6,14 +6,16 @@ import { defineSignal } from '@temporalio/workflow';
  */
 export const deliveryWorkflowType = 'deliveryWorkflow';
 
-/** One delivery to queue: an event, and its generation (0 for the first dispatch, a new one per redelivery). */
+/** Deliveries to queue: events, and their generation (0 for the first dispatch, a new one per redelivery). */
 export interface DeliverRequest {
-  eventId: string;
+  eventIds: string[];
   generation: number;
 }
 
 /** A delivery waiting for its next attempt, kept as workflow data. */
-export interface PendingDelivery extends DeliverRequest {
+export interface PendingDelivery {
+  eventId: string;
+  generation: number;
   attemptNo: number;
   dueAtMs: number;
 }
@@ -31,9 +33,11 @@ export interface DeliveryState {
 export interface DeliveryWorkflowInput {
   endpointId: string;
   state?: DeliveryState;
+  /** Continue as new past this many history events (default 5,000; tests lower it). */
+  historyLimit?: number;
 }
 
-/** Queue an event for the endpoint (ignored when that event and generation is pending or recently done). */
+/** Queue events for the endpoint (each ignored when that event and generation is pending or recently done). */
 export const deliverSignal = defineSignal<[DeliverRequest]>('deliver');
 
 /** The endpoint was deleted: cancel every scheduled retry (recorded as `endpoint_deleted`) and stop. */

@@ -61,7 +61,7 @@ export async function inParallel<T>(items: readonly T[], limit: number, work: (i
 }
 
 /**
- * Hands one delivery to an endpoint's workflow (workflow id = endpoint id), starting it if needed.
+ * Hands deliveries to an endpoint's workflow (workflow id = endpoint id), starting it if needed.
  * Idempotent: the workflow ignores an event and generation it already has.
  */
 export async function signalDelivery(

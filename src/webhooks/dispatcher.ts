@@ -15,7 +15,7 @@ export interface DispatcherDeps {
   sweepEveryMs?: number;
   /** Events per transaction. */
   batchSize?: number;
-  /** Concurrent signals to Temporal. */
+  /** Concurrent signals to Temporal (one per endpoint per batch). */
   concurrency?: number;
   /** Only these merchants' events (test files share one database, each with its own Temporal server). */
   merchantIds?: ReadonlySet<string>;
@@ -31,14 +31,15 @@ export interface Dispatcher {
  * Webhook fan-out after commit, run by the worker process: LISTENs on the events channel (Postgres
  * announces an event only when its transaction commits) and sweeps every few seconds. Each pass
  * locks a batch of undispatched events (FOR UPDATE SKIP LOCKED, so several dispatchers share the
- * work), hands each to its endpoints' delivery workflows, and marks them dispatched in the same
+ * work), hands them to their endpoints' delivery workflows (one signal per endpoint and batch),
+ * and marks them dispatched in the same
  * transaction. A dispatcher dying midway leaves its events undispatched for the next pass, and the
  * workflows ignore the signals it repeats: no committed event is lost.
  */
 export function startDispatcher(deps: DispatcherDeps): Dispatcher {
   const sweepEveryMs = deps.sweepEveryMs ?? 5000;
   const batchSize = deps.batchSize ?? 200;
-  const concurrency = deps.concurrency ?? 64;
+  const concurrency = deps.concurrency ?? 16;
   let stopped = false;
   let running: Promise<void> | null = null;
   let again = false;
@@ -59,9 +60,17 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
       const events: DispatchableEvent[] = await query;
       if (events.length === 0) return 0;
       const targets = await endpointsFor(trx, events, { enabledOnly: false });
-      const signals = events.flatMap((e) => (targets.get(e.id) ?? []).map((endpointId) => ({ endpointId, e })));
-      await inParallel(signals, concurrency, ({ endpointId, e }) =>
-        signalDelivery(deps.temporal, deps.taskQueue, endpointId, { eventId: e.id, generation: 0 }),
+      // One signal per endpoint for the whole batch, events in commit order.
+      const perEndpoint = new Map<string, string[]>();
+      for (const e of events) {
+        for (const endpointId of targets.get(e.id) ?? []) {
+          const ids = perEndpoint.get(endpointId) ?? [];
+          if (ids.length === 0) perEndpoint.set(endpointId, ids);
+          ids.push(e.id);
+        }
+      }
+      await inParallel([...perEndpoint], concurrency, ([endpointId, eventIds]) =>
+        signalDelivery(deps.temporal, deps.taskQueue, endpointId, { eventIds, generation: 0 }),
       );
       await trx('events')
         .whereIn(

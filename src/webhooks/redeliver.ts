@@ -16,7 +16,7 @@ export async function redeliverEvent(deps: WebhookDeps, scope: MerchantScope, ev
   const { rows } = await deps.db.raw(`SELECT nextval('webhook_delivery_generations') AS generation`);
   const generation = Number(rows[0].generation);
   await inParallel(endpointIds, 8, (endpointId) =>
-    signalDelivery(deps.temporal, deps.taskQueue, endpointId, { eventId, generation }),
+    signalDelivery(deps.temporal, deps.taskQueue, endpointId, { eventIds: [eventId], generation }),
   );
   return endpointIds.length;
 }

@@ -452,7 +452,7 @@ describe('at least once', () => {
       (at) => at !== null,
       'the second dispatch',
     );
-    await signalDelivery(stack.env.client, stack.taskQueue, endpoint.id, { eventId: event.id, generation: 0 });
+    await signalDelivery(stack.env.client, stack.taskQueue, endpoint.id, { eventIds: [event.id], generation: 0 });
     await sleep(700);
     expect(receiver.requests.filter((r) => r.path === p)).toHaveLength(1);
     expect(await deliveries(m.secretKey, event.id)).toHaveLength(1);

@@ -1,5 +1,6 @@
 import { newId, randomString } from '../../src/lib/ids';
 import { inParallel, signalDelivery } from '../../src/webhooks/dispatch';
+import { deliveryWorkflow } from '../../workflows/delivery';
 import { DISABLE_AFTER_FAILING_MS, MAX_ATTEMPTS, retryDelaysMs } from '../../src/webhooks/schedule';
 import { buildMerchant } from '../helpers/factories';
 import { call } from '../helpers/http';
@@ -219,11 +220,15 @@ it('continues as new before its history grows large and keeps thousands of pendi
     })),
     500,
   );
-  await signalDelivery(stack.env.client, stack.taskQueue, endpoint.id, { eventId: ids[0], generation: 0 });
-  const handle = stack.env.client.workflow.getHandle(endpoint.id);
-  const firstRun = (await handle.describe()).runId;
-  await inParallel(ids.slice(1), 16, (eventId) =>
-    signalDelivery(stack.env.client, stack.taskQueue, endpoint.id, { eventId, generation: 0 }),
+  // Started as the dispatcher would, with a lower history limit so that it continues as new often.
+  const handle = await stack.env.client.workflow.start(deliveryWorkflow, {
+    workflowId: endpoint.id,
+    taskQueue: stack.taskQueue,
+    args: [{ endpointId: endpoint.id, historyLimit: 1000 }],
+  });
+  const firstRun = handle.firstExecutionRunId;
+  await inParallel(ids, 16, (eventId) =>
+    signalDelivery(stack.env.client, stack.taskQueue, endpoint.id, { eventIds: [eventId], generation: 0 }),
   );
 
   const attempts = (n: number) =>
