@@ -1,8 +1,11 @@
+import { createDeliveryActivities } from '../../activities/delivery';
 import { recordEvent, EventType } from '../../src/checkout/events';
 import type { KeyMode } from '../../src/keys/keys';
 import { newId, randomString } from '../../src/lib/ids';
 import { createCheckoutKey } from '../../src/ops/checkout-keys';
 import { signalDelivery } from '../../src/webhooks/dispatch';
+import { deliveryAgent, postWebhook } from '../../src/webhooks/send';
+import { checkWebhookUrl } from '../../src/webhooks/url-safety';
 import { verify } from '../../src/webhooks/verify';
 import { buildMerchant } from '../helpers/factories';
 import { call } from '../helpers/http';
@@ -456,5 +459,49 @@ describe('at least once', () => {
     await sleep(700);
     expect(receiver.requests.filter((r) => r.path === p)).toHaveLength(1);
     expect(await deliveries(m.secretKey, event.id)).toHaveLength(1);
+  });
+});
+
+describe('the delivery activity', () => {
+  it('returns the recorded result when retried after recording, sending nothing again', async () => {
+    const m = await buildMerchant(stack.db); // not dispatched: this test plays the workflow
+    const p = path();
+    const endpoint = await createEndpoint(m.secretKey, receiver.url(p));
+    const event = await stack.db.transaction((trx) =>
+      recordEvent(trx, {
+        merchantId: m.merchantId,
+        mode: 'test',
+        type: 'refund.failed',
+        object: { id: 're_1', object: 'refund' },
+        now: stack.clock(),
+      }),
+    );
+    const { deliverBatch } = createDeliveryActivities({
+      db: stack.db,
+      clock: stack.clock,
+      webhooks: stack.deps.webhooks!,
+    });
+    const input = {
+      endpointId: endpoint.id,
+      attemptAtMs: Date.now(),
+      deliveries: [{ eventId: event.id, generation: 0, attemptNo: 1 }],
+    };
+    const first = await deliverBatch(input);
+    const again = await deliverBatch({ ...input, attemptAtMs: Date.now() + 5000 });
+    expect(first).toEqual([expect.objectContaining({ outcome: 'delivered', statusCode: 200 })]);
+    expect(again).toEqual(first);
+    expect(receiver.requests.filter((r) => r.path === p)).toHaveLength(1);
+  });
+
+  it('never turns certificate verification off: a certificate it does not trust fails as tls_error', async () => {
+    const check = await checkWebhookUrl(receiver.url(path()), stack.deps.webhooks!);
+    if (!check.ok) throw new Error(check.issue);
+    const untrusting = deliveryAgent([]);
+    try {
+      const result = await postWebhook(check.target, '{}', {}, { agent: untrusting, timeoutMs: 5000 });
+      expect(result).toEqual({ statusCode: null, error: 'tls_error' });
+    } finally {
+      untrusting.destroy();
+    }
   });
 });
