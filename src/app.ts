@@ -12,6 +12,7 @@ import { checkoutRouter } from './checkout/routes';
 import type { PartnerChainDeps } from './http/partner-chain';
 import { webhookRoutes } from './checkout/webhook-routes';
 import type { WebhookRuntime } from './webhooks/runtime';
+import { hostedStack } from './hosted/routes';
 
 /** What the HTTP app needs from the outside world. */
 export interface AppDeps {
@@ -57,12 +58,14 @@ export function checkoutStack(deps: AppDeps, router: AnyRouter): Koa.Middleware 
   return under('/v1', [checkoutRequestId, checkoutErrors, body, router.routes(), router.allowedMethods()]);
 }
 
-/** The whole HTTP surface: Partner API, Checkout API and (later) the hosted page. */
+/** The whole HTTP surface: Partner API, Checkout API and the hosted page (which calls the `/v1` stack). */
 export function createApp(deps: AppDeps): Koa {
   const app = new Koa({ proxy: true });
   app.silent = true; // errors are rendered and logged by the per-API middleware
   app.use(partnerStack(deps, partnerRouter(deps)));
-  app.use(checkoutStack(deps, webhookRoutes(checkoutRouter(deps), deps)));
+  const checkout = checkoutStack(deps, webhookRoutes(checkoutRouter(deps), deps));
+  app.use(checkout);
+  app.use(hostedStack(deps, checkout));
   app.use(async (ctx, next) => {
     await next();
     if (ctx.body === undefined && ctx.status === 404) ctx.body = { message: 'Not Found', type: 'not_found' };

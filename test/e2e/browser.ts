@@ -1,0 +1,81 @@
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { randomIp } from '../helpers/checkout-payments';
+
+/**
+ * Headless Chromium for the browser tests: Debian's `chromium` package driven by playwright-core
+ * (which never downloads a browser). A missing Chromium fails the tests with a message saying how
+ * to install it; they are never skipped.
+ */
+const CANDIDATES = ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/lib/chromium/chromium'];
+
+/** The flags this machine needs: no sandbox as root, and no background connections (the network is closed). */
+const FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+export function chromiumPath(): string {
+  const path = process.env.CHROMIUM_PATH ?? CANDIDATES.find((p) => existsSync(p));
+  if (!path || !existsSync(path)) {
+    throw new Error(
+      "Chromium is not installed, so the browser tests cannot run. Install Debian's package " +
+        '(apt-get install -y chromium; .ci/run does this) or set CHROMIUM_PATH to a Chromium binary.',
+    );
+  }
+  return path;
+}
+
+/** One browser per test file; Playwright gives it a new, empty user-data-dir. */
+export function launchBrowser(): Promise<Browser> {
+  return chromium.launch({ executablePath: chromiumPath(), headless: true, args: FLAGS });
+}
+
+export const PHONE = { width: 390, height: 844 };
+export const DESKTOP = { width: 1280, height: 860 };
+
+/**
+ * A new shopper: its own cookies, a phone-width screen and its own client IP (sent as
+ * X-Forwarded-For), so the public per-IP limits of one test never touch another's.
+ */
+export function newShopper(browser: Browser, opts: { locale?: string } = {}): Promise<BrowserContext> {
+  return browser.newContext({
+    viewport: PHONE,
+    locale: opts.locale ?? 'en-US',
+    extraHTTPHeaders: { 'x-forwarded-for': randomIp() },
+  });
+}
+
+const SCREENSHOTS = join(__dirname, 'screenshots');
+
+/** Saves the page at phone and desktop width as `<name>-phone.png` and `<name>-desktop.png` (not committed). */
+export async function screenshots(page: Page, name: string): Promise<void> {
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  const before = page.viewportSize() ?? PHONE;
+  for (const [label, size] of [
+    ['phone', PHONE],
+    ['desktop', DESKTOP],
+  ] as const) {
+    await page.setViewportSize(size);
+    await page.screenshot({ path: join(SCREENSHOTS, `${name}-${label}.png`), fullPage: true, animations: 'disabled' });
+  }
+  await page.setViewportSize(before);
+}
+
+/** The merchant's site (an https return host): answered by the test, so no request leaves the machine. */
+export async function serveMerchantSite(context: BrowserContext, host = 'shop.example.com'): Promise<void> {
+  await context.route(`https://${host}/**`, (route) =>
+    route.fulfill({
+      status: 200,
+      contentType: 'text/html; charset=utf-8',
+      body: '<!doctype html><title>Merchant</title><h1>Back at the merchant</h1>',
+    }),
+  );
+}
