@@ -68,14 +68,3 @@ export async function screenshots(page: Page, name: string): Promise<void> {
   }
   await page.setViewportSize(before);
 }
-
-/** The merchant's site (an https return host): answered by the test, so no request leaves the machine. */
-export async function serveMerchantSite(context: BrowserContext, host = 'shop.example.com'): Promise<void> {
-  await context.route(`https://${host}/**`, (route) =>
-    route.fulfill({
-      status: 200,
-      contentType: 'text/html; charset=utf-8',
-      body: '<!doctype html><title>Merchant</title><h1>Back at the merchant</h1>',
-    }),
-  );
-}
