@@ -38,10 +38,13 @@ export function formatMoney(amount: number, currency: string, lang: Lang): strin
   return label.before ? `${label.label}${number}` : `${number} ${label.label}`;
 }
 
-/** An E.164 Iraqi mobile number as Iraqis write it (`+9647701234567` → `0770 123 4567`); others unchanged. */
+/**
+ * An E.164 Iraqi mobile number as Iraqis write it (`+9647701234567` → `0770 123 4567`, with
+ * no-break spaces so it never wraps); others unchanged.
+ */
 export function formatPhone(e164: string): string {
   const m = /^\+964(7\d{2})(\d{3})(\d{4})$/.exec(e164);
-  return m ? `0${m[1]} ${m[2]} ${m[3]}` : e164;
+  return m ? `0${m[1]}\u00a0${m[2]}\u00a0${m[3]}` : e164;
 }
 
 /**

@@ -68,3 +68,10 @@ export async function screenshots(page: Page, name: string): Promise<void> {
   }
   await page.setViewportSize(before);
 }
+
+/** Text as a reader sees it: no bidi isolates, no-break spaces as spaces. */
+export const plain = (text: string | null): string =>
+  (text ?? '')
+    .replace(/[\u2066-\u2069]/g, '')
+    .replace(/\s+/g, ' ')
+    .trim();

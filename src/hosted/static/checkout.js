@@ -106,9 +106,10 @@
     return /^7[0-9]{9}$/.test(national) ? '+964' + national : null;
   }
 
+  /** As the page prints it: 0770 123 4567 with no-break spaces, isolated left to right. */
   function formatPhone(e164) {
     var m = /^\+964(7\d{2})(\d{3})(\d{4})$/.exec(e164);
-    return '\u2066' + (m ? '0' + m[1] + ' ' + m[2] + ' ' + m[3] : e164) + '\u2069';
+    return '\u2066' + (m ? '0' + m[1] + '\u00a0' + m[2] + '\u00a0' + m[3] : e164) + '\u2069';
   }
 
   function setFieldError(id, text) {
@@ -211,6 +212,7 @@
         setBusy(button, false);
         if (res.status === 202) {
           sentTo = phone;
+          showFormError('');
           $('phone-entry').hidden = true;
           $('code-entry').hidden = false;
           $('otp-help').textContent = msg('code_sent_to', { phone: formatPhone(phone) });
@@ -429,6 +431,16 @@
         if (errorCode(res) === 'session_not_open') return reload();
         showFormError(errorText(res));
       });
+    });
+
+    // A field's error goes once the shopper changes it.
+    form.addEventListener('input', function (e) {
+      var id = e.target && e.target.id;
+      if (id && e.target.getAttribute('aria-invalid') === 'true') setFieldError(id, '');
+    });
+    form.addEventListener('change', function (e) {
+      var id = e.target && e.target.id;
+      if (id && e.target.getAttribute('aria-invalid') === 'true') setFieldError(id, '');
     });
 
     var failure = $('failure');

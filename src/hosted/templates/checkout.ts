@@ -61,7 +61,7 @@ function phoneStep(view: CheckoutView): Html | null {
       </p>
     </section>`;
   }
-  const prefill = s.customer.phone ? formatPhone(s.customer.phone) : '';
+  const prefill = s.customer.phone ? formatPhone(s.customer.phone).replace(/\u00a0/g, ' ') : '';
   return html`<section class="card" aria-labelledby="phone-title" id="phone-step">
     <h2 id="phone-title">${labelText(lang, 'phone_title', s.collect.phone)}</h2>
     <div id="phone-entry">
