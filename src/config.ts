@@ -52,7 +52,8 @@ export type Settings = Omit<z.infer<typeof settingsSchema>, 'PUBLIC_BASE_URL'> &
 
 /** Reads and validates settings from `env`; throws a readable error naming each bad variable. */
 export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
-  const parsed = settingsSchema.safeParse(env);
+  // An empty variable counts as unset, as shells and compose files often leave them.
+  const parsed = settingsSchema.safeParse(Object.fromEntries(Object.entries(env).filter(([, v]) => v !== '')));
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
     throw new Error(`Invalid settings:\n${lines.join('\n')}`);

@@ -51,6 +51,11 @@ describe('loadSettings', () => {
     });
   });
 
+  it('treats an empty variable as unset', () => {
+    expect(loadSettings({ PORT: '', WEBHOOK_SECRET_KEY: '', DATABASE_URL: '' })).toMatchObject({ PORT: 3000 });
+    expect(loadSettings({ WEBHOOK_SECRET_KEY: '' }).WEBHOOK_SECRET_KEY).toBeUndefined();
+  });
+
   it('parses the webhook allow-list and names every bad setting', () => {
     expect(loadSettings({ WEBHOOK_ALLOWED_HOSTS: ' Hooks.Local , a.test,' }).WEBHOOK_ALLOWED_HOSTS).toEqual([
       'hooks.local',
