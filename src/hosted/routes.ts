@@ -29,6 +29,8 @@ interface HostedDeps {
   keys: HostedKeys;
   testPhone: string;
   secureCookies: boolean;
+  /** The origin of PUBLIC_BASE_URL, where shoppers open the pages. */
+  publicOrigin: string;
 }
 
 const ATTEMPT_ID = /^pa_[A-Za-z0-9_]{1,96}$/;
@@ -94,6 +96,7 @@ class PageResponse {
     ctx.set('Cache-Control', 'no-store');
     ctx.set('X-Content-Type-Options', 'nosniff');
     ctx.set('Referrer-Policy', 'same-origin');
+    ctx.set('X-Frame-Options', 'DENY');
     ctx.set(
       'Content-Security-Policy',
       [
@@ -276,8 +279,9 @@ async function gatewayPage(deps: HostedDeps, ctx: Context, error: MessageKey | n
 
 /** A button on `/t/<attempt_id>` (a plain form post): decide, then on to the return page. */
 async function gatewayDecide(deps: HostedDeps, ctx: Context): Promise<void> {
+  // A browser posting from another site is refused (the page itself is this origin, or PUBLIC_BASE_URL's).
   const origin = ctx.get('origin');
-  if (origin && origin !== ctx.origin) {
+  if (origin && origin !== ctx.origin && origin !== deps.publicOrigin) {
     ctx.status = 403;
     ctx.body = 'Forbidden';
     return;
@@ -383,6 +387,7 @@ export function hostedStack(deps: AppDeps, publicApi: Middleware): Middleware {
     keys: hostedKeys(deps.db, (deps.webhooks ?? webhookRuntime(deps.settings)).cipher),
     testPhone: deps.settings.TEST_PHONE,
     secureCookies,
+    publicOrigin: new URL(deps.settings.PUBLIC_BASE_URL).origin,
   };
   const router = new Router();
   router.get('/c/:code', (ctx) => checkoutPage(hosted, ctx));
