@@ -1,12 +1,13 @@
 import Koa from 'koa';
 import { temporal } from '@temporalio/proto';
-import type { Worker } from '@temporalio/worker';
+import { Worker } from '@temporalio/worker';
+import { createActivities } from '../../activities';
 import { checkoutStack } from '../../src/app';
 import type { PublicAdapters } from '../../src/checkout/public-routes';
 import { checkoutRouter } from '../../src/checkout/routes';
 import type { Db } from '../../src/db/knex';
 import { randomString } from '../../src/lib/ids';
-import { createWorker } from '../../src/worker/create-worker';
+import { webhookRuntime } from '../../src/webhooks/runtime';
 import { call, TestResponse } from './http';
 import { listen, readRunEnv, Stack } from './stack';
 
@@ -146,7 +147,8 @@ export const sessionEvents = (db: Db, sessionId: string, type: string) =>
 
 /**
  * A Checkout API of its own beside the stack (same Temporal server and clock, its own task queue,
- * optionally its own database or adapters) with a worker the test can stop and start.
+ * optionally its own database or adapters) with a worker the test can stop and start (the stack's
+ * `restartWorker` cannot leave time to pass in between).
  */
 export async function sideApi(stack: Stack, opts: { db?: Db; adapters?: PublicAdapters } = {}) {
   const taskQueue = `side-${randomString(10)}`;
@@ -156,18 +158,31 @@ export async function sideApi(stack: Stack, opts: { db?: Db; adapters?: PublicAd
   app.use(checkoutStack(deps, checkoutRouter(deps, opts.adapters)));
   const http = await listen(app);
   let current: { worker: Worker; running: Promise<void> } | null = null;
+  const sessions: string[] = [];
   const side = {
     baseUrl: http.baseUrl,
     taskQueue,
+    /** Creates a session here; its workflow is ended on close, so none is left on a queue no worker polls. */
+    async createSession(secretKey: string, body: Record<string, unknown>) {
+      const session = await createSession(side, secretKey, body);
+      sessions.push(session.id);
+      return session;
+    },
     async startWorker() {
-      const worker = await createWorker({
+      // No sticky cache: the time-skipping server never hands a sticky task of a stopped worker
+      // back to the normal queue (a real server does after 10 s), so a replacement would wait for ever.
+      const worker = await Worker.create({
         connection: stack.env.nativeConnection,
         namespace: stack.env.namespace ?? 'default',
         taskQueue,
-        db,
-        clock: stack.clock,
-        publicBaseUrl: stack.settings.PUBLIC_BASE_URL,
+        activities: createActivities({
+          db,
+          clock: stack.clock,
+          publicBaseUrl: stack.settings.PUBLIC_BASE_URL,
+          webhooks: stack.deps.webhooks ?? webhookRuntime(stack.settings),
+        }),
         workflowBundle: { codePath: readRunEnv().workflowBundlePath },
+        maxCachedWorkflows: 0,
       });
       current = { worker, running: worker.run() };
     },
@@ -178,6 +193,13 @@ export async function sideApi(stack: Stack, opts: { db?: Db; adapters?: PublicAd
       current = null;
     },
     async close() {
+      for (const id of sessions) {
+        // A timer firing on a queue nobody polls would stop the test server from skipping time.
+        await stack.env.client.workflow
+          .getHandle(id)
+          .terminate('test over')
+          .catch(() => undefined);
+      }
       await side.stopWorker();
       await http.close();
     },
