@@ -64,6 +64,7 @@ export async function screenshots(page: Page, name: string): Promise<void> {
     ['desktop', DESKTOP],
   ] as const) {
     await page.setViewportSize(size);
+    await page.evaluate('window.scrollTo(0, 0)');
     await page.screenshot({ path: join(SCREENSHOTS, `${name}-${label}.png`), fullPage: true, animations: 'disabled' });
   }
   await page.setViewportSize(before);
