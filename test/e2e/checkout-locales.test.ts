@@ -197,3 +197,12 @@ it('fits a 320-pixel phone screen without sideways scrolling, in Arabic and in E
     expect(fontSize).toBeGreaterThanOrEqual(16);
   }
 });
+
+it('says checkout is unavailable, in the session’s language, while the merchant is suspended', async () => {
+  const suspended = await buildShop(stack);
+  const s = await openSession(stack, suspended.secretKey, orderBody({ ...quick, locale: 'ar' }));
+  await stack.db('merchants').where({ id: suspended.merchantId }).update({ suspended: true });
+  const response = await page.goto(s.url);
+  expect(response?.status()).toBe(503);
+  expect(await h1(page)).toBe('الدفع غير متاح حاليًا');
+});

@@ -76,6 +76,25 @@ it('pays with the test method and lands on the merchant success URL with session
   expect(landed.searchParams.get('reference_id')).toBe(s.reference_id);
   const session = await stack.db('checkout_sessions').where({ id: s.id }).first();
   expect([session.status, session.payment_status]).toEqual(['completed', 'paid']);
+
+  // Opened again, the page says it is paid and leads back to the merchant.
+  await page.goto(s.url);
+  expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('Payment received');
+  const back = page.getByRole('link', { name: 'Return to Dar Al-Kutub' });
+  expect(new URL((await back.getAttribute('href'))!).searchParams.get('session_id')).toBe(s.id);
+});
+
+it('shows a payment in progress when the shopper goes back from the provider, and checking its status completes it', async () => {
+  const s = await payable();
+  const attemptId = await toTestGateway(page, s.url);
+  await page.goBack();
+  await page.reload();
+  expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('Payment in progress');
+  await screenshots(page, 'payment-in-progress');
+  // Back without an answer from the provider: the return page asks to verify, the amount rule decides.
+  await page.getByRole('link', { name: 'Check payment status' }).click();
+  await page.waitForURL(`**/r/${attemptId}`);
+  await landedAtMerchant(page, '/done');
 });
 
 it('explains a declined payment back on the checkout page, and the shopper retries and pays', async () => {
