@@ -34,7 +34,7 @@ export function chromiumPath(): string {
 }
 
 /** One browser per test file; Playwright gives it a new, empty user-data-dir. */
-export function launchBrowser(): Promise<Browser> {
+export async function launchBrowser(): Promise<Browser> {
   return chromium.launch({ executablePath: chromiumPath(), headless: true, args: FLAGS });
 }
 

@@ -17,7 +17,8 @@ let context: BrowserContext;
 let page: Page;
 
 beforeAll(async () => {
-  [stack, browser] = await Promise.all([startStack(), launchBrowser()]);
+  browser = await launchBrowser(); // first: without Chromium, fail before starting anything
+  stack = await startStack();
   shop = await buildShop(stack, { methods: ['test', 'cashondelivery', 'card', 'zaincash'] });
 });
 afterAll(async () => {
@@ -29,7 +30,7 @@ beforeEach(async () => {
   await stubOutside(context);
   page = await context.newPage();
 });
-afterEach(() => context.close());
+afterEach(() => context?.close());
 
 const quick = { collect: { phone: 'none', name: 'optional', shipping_address: 'none' } };
 const order = (over: Record<string, unknown> = {}) => openSession(stack, shop.secretKey, orderBody(over));

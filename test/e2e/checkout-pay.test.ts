@@ -20,7 +20,8 @@ let context: BrowserContext;
 let page: Page;
 
 beforeAll(async () => {
-  [stack, browser] = await Promise.all([startStack(), launchBrowser()]);
+  browser = await launchBrowser(); // first: without Chromium, fail before starting anything
+  stack = await startStack();
   shop = await buildShop(stack);
 });
 afterAll(async () => {
@@ -32,7 +33,7 @@ beforeEach(async () => {
   await stubOutside(context);
   page = await context.newPage();
 });
-afterEach(() => context.close());
+afterEach(() => context?.close());
 
 /** An order the shopper can pay at once (no phone, name or address asked), in English. */
 const payable = (over: Record<string, unknown> = {}) =>

@@ -20,7 +20,8 @@ let context: BrowserContext;
 let page: Page;
 
 beforeAll(async () => {
-  [stack, browser] = await Promise.all([startStack(), launchBrowser()]);
+  browser = await launchBrowser(); // first: without Chromium, fail before starting anything
+  stack = await startStack();
   shop = await buildShop(stack);
 });
 afterAll(async () => {
@@ -32,7 +33,7 @@ beforeEach(async () => {
   await stubOutside(context);
   page = await context.newPage();
 });
-afterEach(() => context.close());
+afterEach(() => context?.close());
 
 const order = (over: Record<string, unknown> = {}) =>
   openSession(stack, shop.secretKey, orderBody({ locale: 'en', ...over }));
