@@ -4,6 +4,7 @@ import type { WebhookRuntime } from '../src/webhooks/runtime';
 import { createAttemptActivities } from './attempts';
 import { createDeliveryActivities } from './delivery';
 import { createJanitorActivities } from './janitor';
+import { createRefundActivities } from './refunds';
 import { createSessionActivities } from './session';
 
 export interface ActivityDeps {
@@ -21,6 +22,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createJanitorActivities(deps),
     ...createSessionActivities(deps),
     ...createAttemptActivities(deps),
+    ...createRefundActivities(deps),
     ...createDeliveryActivities(deps),
   };
 }

@@ -1,4 +1,5 @@
 /** Every workflow the worker runs; this file is the bundle's entry point. */
 export { deliveryWorkflow } from './delivery';
 export { janitorWorkflow } from './janitor';
+export { refundWorkflow } from './refund';
 export { sessionWorkflow } from './session';

@@ -12,6 +12,7 @@ import { eventOut, getEvent, listEvents } from './events';
 import { listMerchantMethods } from './payment-methods';
 import { eventListQuery, sessionIn, sessionListQuery } from './schemas';
 import { publicRoutes, PublicAdapters } from './public-routes';
+import { refundRoutes } from './refund-routes';
 import { paymentMethodOut } from './serializers';
 import { createSession } from './sessions/create-session';
 import type { SessionDeps } from './sessions/deps';
@@ -21,7 +22,7 @@ import { sessionOut } from './sessions/session-row';
 import { eventDeliveries } from '../webhooks/deliveries';
 
 /**
- * The Checkout API under `/v1`: the merchant routes (secret key) and the hosted page's public
+ * The Checkout API under `/v1`: the merchant routes (secret key, refunds included) and the hosted page's public
  * routes (publishable key); `adapters` swaps the payment vendors or the SMS provider (tests).
  */
 export function checkoutRouter(deps: AppDeps, adapters: PublicAdapters = {}): Router {
@@ -104,5 +105,5 @@ export function checkoutRouter(deps: AppDeps, adapters: PublicAdapters = {}): Ro
     ctx.body = { ...eventOut(event), deliveries: await eventDeliveries(db, event.id) };
   });
 
-  return publicRoutes(router, deps, adapters);
+  return publicRoutes(refundRoutes(router, deps), deps, adapters);
 }

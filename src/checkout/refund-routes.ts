@@ -1,0 +1,74 @@
+import type Router from '@koa/router';
+import type { AppDeps } from '../app';
+import { secretKeyAuth } from '../http/checkout-auth';
+import { renderCheckoutError } from '../http/error-envelope';
+import { ApiError } from '../http/errors';
+import { checkoutIdempotency } from '../http/idempotency';
+import { rateLimit } from '../http/rate-limit';
+import { input, validate } from '../http/validate';
+import type { CheckoutScope } from '../keys/scopes';
+import { checkoutCursor, nextCheckoutCursor } from './cursor';
+import { createRefund } from './refunds/create-refund';
+import { getRefund, listRefunds } from './refunds/queries';
+import { refundOut } from './refunds/refund-row';
+import { refundIn, refundListQuery } from './schemas';
+import type { SessionDeps } from './sessions/deps';
+
+/** Adds the refund routes (`refunds:write` / `refunds:read`, secret key) to the `/v1` router. */
+export function refundRoutes(router: Router, deps: AppDeps): Router {
+  const { db, clock, settings } = deps;
+  const services: SessionDeps = {
+    db,
+    clock,
+    temporal: deps.temporal,
+    taskQueue: settings.TEMPORAL_TASK_QUEUE,
+    publicBaseUrl: settings.PUBLIC_BASE_URL,
+  };
+  const perKey = rateLimit(
+    db,
+    clock,
+    { limit: settings.CHECKOUT_RATE_LIMIT_PER_SECOND, windowSeconds: 1 },
+    (ctx) => `checkout:${ctx.state.checkout.keyId}`,
+  );
+  const merchant = (scope: CheckoutScope) => [secretKeyAuth(db, scope), perKey];
+  const create = { body: refundIn };
+  const list = { query: refundListQuery };
+
+  router.post(
+    '/refunds',
+    ...merchant('refunds:write'),
+    checkoutIdempotency(db, clock, 'POST /refunds', renderCheckoutError),
+    validate(create),
+    async (ctx) => {
+      const refund = await createRefund(
+        services,
+        ctx.state.checkout,
+        input(ctx, create).body,
+        ctx.get('idempotency-key'),
+      );
+      ctx.status = 201;
+      ctx.body = refundOut(refund);
+    },
+  );
+
+  router.get('/refunds', ...merchant('refunds:read'), validate(list), async (ctx) => {
+    const q = input(ctx, list).query;
+    const page = await listRefunds(db, ctx.state.checkout, {
+      sessionId: q.session_id,
+      after: checkoutCursor('refunds', q.cursor),
+      limit: q.limit,
+    });
+    ctx.body = {
+      data: page.rows.map(refundOut),
+      next_cursor: nextCheckoutCursor('refunds', page.hasMore, page.rows[page.rows.length - 1]),
+    };
+  });
+
+  router.get('/refunds/:id', ...merchant('refunds:read'), async (ctx) => {
+    const refund = await getRefund(db, ctx.state.checkout, ctx.params.id);
+    if (!refund) throw ApiError.notFound('refund_not_found', 'No such refund.');
+    ctx.body = refundOut(refund);
+  });
+
+  return router;
+}

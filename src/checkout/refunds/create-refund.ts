@@ -1,0 +1,103 @@
+import type { Db } from '../../db/knex';
+import { ApiError } from '../../http/errors';
+import { newId } from '../../lib/ids';
+import { startRefundWorkflow } from '../../temporal/sessions';
+import { isObjectId } from '../ids';
+import { findMethod } from '../methods';
+import type { RefundIn } from '../schemas';
+import type { MerchantScope, SessionDeps } from '../sessions/deps';
+import type { SessionRow } from '../sessions/session-row';
+import type { RefundRow } from './refund-row';
+
+/** `reason` when the merchant gives none. */
+export const DEFAULT_REFUND_REASON = 'requested_by_customer';
+
+interface Payment {
+  attempt_id: string;
+  method: string;
+  captured_amount: number | null;
+  captured_currency: string | null;
+}
+
+const notRefundable = (message: string) => new ApiError(422, 'method_not_refundable', message);
+
+/**
+ * `POST /v1/refunds`: asks the session's vendor to give back part or all of what it captured. In
+ * one transaction, under a lock on the session row, the refund is checked against what remains
+ * (captured minus every refund requested or settled), so concurrent refunds never exceed the
+ * captured amount; it is written `requested`, and its workflow settles it at the vendor.
+ * A create run again with the same Idempotency-Key (after a 5xx) finds its refund.
+ */
+export async function createRefund(
+  deps: SessionDeps,
+  scope: MerchantScope,
+  input: RefundIn,
+  idempotencyKey: string,
+): Promise<RefundRow> {
+  const notFound = () => ApiError.notFound('session_not_found', 'No such checkout session.');
+  if (!isObjectId(input.session_id)) throw notFound();
+  const now = deps.clock();
+  const refund = await deps.db.transaction(async (trx: Db) => {
+    const session: SessionRow | undefined = await trx('checkout_sessions')
+      .where({ id: input.session_id, merchant_id: scope.merchantId, mode: scope.mode })
+      .forUpdate()
+      .first();
+    if (!session) throw notFound();
+    const earlier: RefundRow | undefined = await trx('refunds')
+      .where({ merchant_id: scope.merchantId, mode: scope.mode, idempotency_key: idempotencyKey })
+      .first();
+    if (earlier) return earlier;
+
+    const payment = session.payment as Payment | null;
+    if (payment && payment.captured_amount === null) {
+      throw notRefundable('Nothing was captured online (cash on delivery): refund the shopper offline.');
+    }
+    if (!payment || session.status !== 'completed' || payment.captured_currency === null) {
+      throw ApiError.conflict(
+        'session_not_open',
+        'Nothing is captured on this session, so there is nothing to refund.',
+      );
+    }
+    const capability = findMethod(payment.method)?.capabilities.refunds ?? 'none';
+    if (capability === 'none') throw notRefundable(`${payment.method} cannot refund through the API.`);
+
+    const [{ reserved }] = await trx('refunds')
+      .where({ session_id: session.id })
+      .whereIn('status', ['requested', 'succeeded'])
+      .sum({ reserved: 'amount' });
+    const remaining = payment.captured_amount! - Number(reserved ?? 0);
+    if (capability === 'full_only' && (Number(reserved ?? 0) > 0 || input.amount !== payment.captured_amount)) {
+      throw notRefundable(`${payment.method} refunds only the full captured amount, once.`);
+    }
+    if (input.amount > remaining) {
+      throw new ApiError(
+        409,
+        'refund_exceeds_captured',
+        `The refund exceeds what remains captured: ${remaining} ${payment.captured_currency} remains refundable.`,
+        [{ field: 'amount', issue: 'exceeds_captured' }],
+      );
+    }
+    const [row]: RefundRow[] = await trx('refunds')
+      .insert({
+        id: newId('re', scope.mode === 'test' ? 'test' : undefined),
+        merchant_id: scope.merchantId,
+        mode: scope.mode,
+        session_id: session.id,
+        attempt_id: payment.attempt_id,
+        amount: input.amount,
+        currency: payment.captured_currency,
+        reason: input.reason ?? DEFAULT_REFUND_REASON,
+        initiated_by: 'merchant',
+        status: 'requested',
+        metadata: JSON.stringify(input.metadata ?? {}),
+        idempotency_key: idempotencyKey,
+        created_at: now,
+        updated_at: now,
+      })
+      .returning('*');
+    return row;
+  });
+  // After the commit; starting it again (a create run again) is a no-op.
+  await startRefundWorkflow(deps.temporal, deps.taskQueue, { refundId: refund.id });
+  return refund;
+}
