@@ -2,14 +2,13 @@ import { ApiError, ErrorDetail } from '../../http/errors';
 import { hit } from '../../http/rate-limit';
 import { newId } from '../../lib/ids';
 import { log } from '../../lib/log';
-import { signalAttemptStarted } from '../../temporal/sessions';
-import { signalSessionSettled } from '../../temporal/sessions';
+import { signalAttemptStarted, signalSessionSettled } from '../../temporal/sessions';
 import { publicLimits } from '../public-limits';
 import { phoneNotVerified } from '../public/customer';
 import { customerTokenValid } from '../public/customer-tokens';
 import type { PublicDeps } from '../public/deps';
 import { offeredMethods, publicContext } from '../public/public-session';
-import { assertOpen, overdue, sessionByCode } from '../public/session-lookup';
+import { assertOpen, sessionByCode } from '../public/session-lookup';
 import type { AttemptIn } from '../schemas';
 import type { MerchantScope } from '../sessions/deps';
 import type { SessionRow } from '../sessions/session-row';
@@ -123,7 +122,7 @@ export async function createAttempt(
       attemptId: attempt.id,
       outcome: 'failed',
       reason,
-      expireIfDue: overdue({ ...begun.session, status: 'open' }, at),
+      expireIfDue: new Date(session.expires_at).getTime() <= at.getTime(),
       now: at,
       publicBaseUrl,
     });
