@@ -28,10 +28,15 @@ export function langOf(locale: string | null | undefined): Lang | null {
   return (langs as readonly string[]).includes(base) ? (base as Lang) : null;
 }
 
-/** The message `key` in `lang` with `{name}` placeholders filled in (plain text: templates escape it). */
+/**
+ * The message `key` in `lang` with `{name}` placeholders filled in (plain text: templates escape
+ * it). In right-to-left languages each value is a bidi island of its own (U+2068 … U+2069), so a
+ * Latin shop name or an amount never drags the punctuation around it to the wrong side.
+ */
 export function t(lang: Lang, key: MessageKey, vars: Record<string, string | number> = {}): string {
+  const fill = langInfo[lang].dir === 'rtl' ? (v: string) => `\u2068${v}\u2069` : (v: string) => v;
   return messages[lang][key].replace(/\{(\w+)\}/g, (whole, name: string) =>
-    name in vars ? String(vars[name]) : whole,
+    name in vars ? fill(String(vars[name])) : whole,
   );
 }
 

@@ -91,6 +91,8 @@ describe('locales', () => {
   it('fill placeholders in and leave unknown ones visible', () => {
     expect(t('en', 'pay', { amount: '1 IQD' })).toBe('Pay 1 IQD');
     expect(t('en', 'pay')).toBe('Pay {amount}');
+    // Right to left, each value is isolated.
+    expect(t('ar', 'pay', { amount: '1 د.ع' })).toBe('ادفع \u20681 د.ع\u2069');
   });
 
   it('explain each failure reason', () => {
