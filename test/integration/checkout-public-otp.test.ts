@@ -54,7 +54,7 @@ const farExpiry = () => ({ expires_at: new Date(stack.clock().getTime() + 23 * H
 
 describe('POST /v1/public/sessions/{code}/otp', () => {
   it('answers 202 {sent: true, retry_after: 60} and sends the 6-digit code through the SMS adapter (the outbox)', async () => {
-    const { requestCode } = await setup();
+    const { requestCode } = await setup({ locale: 'en' });
     const phone = randomPhone();
     const res = await requestCode(phone);
     expect(res.status).toBe(202);
@@ -62,6 +62,17 @@ describe('POST /v1/public/sessions/{code}/otp', () => {
     const rows = await stack.db('outbox').where({ kind: 'sms', to: phone });
     expect(rows).toHaveLength(1);
     expect(rows[0].body).toMatch(/^Your verification code is \d{6}\. It expires in 10 minutes\.$/);
+  });
+
+  it.each([
+    ['ar', /^رمز التحقق الخاص بك: \d{6}\. صالح لمدة 10 دقائق\.$/],
+    ['ku', /^کۆدی پشتڕاستکردنەوە: \d{6}\. بۆ ماوەی 10 خولەک کار دەکات\.$/],
+  ])('writes the text message in the session language (%s), the code in Western digits', async (locale, text) => {
+    const { requestCode } = await setup({ locale });
+    const phone = randomPhone();
+    expect((await requestCode(phone)).status).toBe(202);
+    const [row] = await stack.db('outbox').where({ kind: 'sms', to: phone });
+    expect(row.body).toMatch(text);
   });
 
   it('stores the code hashed, never in the clear', async () => {

@@ -11,6 +11,7 @@ import { issueCustomerToken } from './customer-tokens';
 import type { PublicDeps } from './deps';
 import { profileOut } from './public-session';
 import { assertOpen, sessionByCode } from './session-lookup';
+import { otpMessage } from './otp-text';
 
 interface ChallengeRow {
   id: string;
@@ -77,7 +78,7 @@ export async function requestOtp(
   if (!testPhone) {
     await deps.sms.send({
       to: input.phone,
-      body: `Your verification code is ${otp}. It expires in ${otpRules.codeTtlMs / 60_000} minutes.`,
+      body: otpMessage(session.locale, otp, otpRules.codeTtlMs / 60_000),
     });
   }
   const lastInWindow = perPhone.count >= publicLimits.otpPerPhone.limit;
