@@ -73,3 +73,53 @@ export async function setMerchantSuspended(
   if (n === 0) throw new OpsError('merchant_not_found', `no merchant ${merchantId}`);
   return { merchant_id: merchantId, suspended };
 }
+
+export interface BrandingIn {
+  displayName?: string;
+  /** An https URL, or '' to remove the logo. */
+  logoUrl?: string;
+  /** `#RRGGBB`, or '' to use the page's default. */
+  accent?: string;
+}
+
+/** Sets what the hosted page shows of the merchant: display name, logo and accent colour. */
+export async function setMerchantBranding(
+  db: Db,
+  merchantId: string,
+  input: BrandingIn,
+): Promise<{ merchant_id: string; display_name: string; logo_url: string | null; accent: string | null }> {
+  const changes: Record<string, string | null> = {};
+  if (input.displayName !== undefined) {
+    if (!input.displayName.trim()) throw new OpsError('invalid_display_name', 'display name must not be blank');
+    changes.display_name = input.displayName.trim();
+  }
+  if (input.logoUrl !== undefined) {
+    if (input.logoUrl !== '' && !isHttpsUrl(input.logoUrl)) {
+      throw new OpsError('invalid_logo_url', 'logo URL must be an absolute https URL');
+    }
+    changes.logo_url = input.logoUrl || null;
+  }
+  if (input.accent !== undefined) {
+    if (input.accent !== '' && !/^#[0-9a-fA-F]{6}$/.test(input.accent)) {
+      throw new OpsError('invalid_accent', 'accent must be a colour like #9a3412');
+    }
+    changes.accent = input.accent ? input.accent.toLowerCase() : null;
+  }
+  if (Object.keys(changes).length === 0) {
+    throw new OpsError('missing_flag', 'give at least one of --display-name, --logo-url, --accent');
+  }
+  const [row] = await db('merchants')
+    .where({ id: merchantId })
+    .update(changes)
+    .returning(['id', 'display_name', 'logo_url', 'accent']);
+  if (!row) throw new OpsError('merchant_not_found', `no merchant ${merchantId}`);
+  return { merchant_id: row.id, display_name: row.display_name, logo_url: row.logo_url, accent: row.accent };
+}
+
+function isHttpsUrl(value: string): boolean {
+  try {
+    return new URL(value).protocol === 'https:';
+  } catch {
+    return false;
+  }
+}

@@ -887,6 +887,43 @@ describe('merchant', () => {
     expect((await db('merchants').where({ id: merchantId }).first()).suspended).toBe(false);
   });
 
+  it('set-branding sets the display name, logo and accent the hosted page shows, and clears them', async () => {
+    const merchantId = await newMerchant();
+    expect(
+      await ops(
+        'merchant',
+        'set-branding',
+        '--merchant',
+        merchantId,
+        '--display-name',
+        'Dar Al-Kutub',
+        '--logo-url',
+        'https://cdn.example.com/logo.png',
+        '--accent',
+        '#9A3412',
+      ),
+    ).toEqual({
+      merchant_id: merchantId,
+      display_name: 'Dar Al-Kutub',
+      logo_url: 'https://cdn.example.com/logo.png',
+      accent: '#9a3412',
+    });
+    expect(
+      await ops('merchant', 'set-branding', '--merchant', merchantId, '--logo-url', '', '--accent', ''),
+    ).toMatchObject({
+      logo_url: null,
+      accent: null,
+    });
+  });
+
+  it('set-branding refuses an http logo, a named colour, and no change at all', async () => {
+    const merchantId = await newMerchant();
+    const brand = (...flags: string[]) => opsError('merchant', 'set-branding', '--merchant', merchantId, ...flags);
+    expect((await brand('--logo-url', 'http://cdn.example.com/logo.png')).error.code).toBe('invalid_logo_url');
+    expect((await brand('--accent', 'red')).error.code).toBe('invalid_accent');
+    expect((await brand()).error.code).toBe('missing_flag');
+  });
+
   it('an unknown merchant is merchant_not_found', async () => {
     expect((await opsError('merchant', 'suspend', '--merchant', 'mer_nope')).error.code).toBe('merchant_not_found');
   });

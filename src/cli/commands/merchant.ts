@@ -1,4 +1,4 @@
-import { createMerchant, setMerchantSuspended } from '../../ops/merchants';
+import { createMerchant, setMerchantBranding, setMerchantSuspended } from '../../ops/merchants';
 import { splitList } from '../args';
 import type { CommandTable } from '../command';
 
@@ -24,6 +24,15 @@ export const merchantCommands: CommandTable = {
   'merchant suspend': {
     flags: { merchant: 'value' },
     run: (f, { db }) => setMerchantSuspended(db, f.required('merchant'), true),
+  },
+  'merchant set-branding': {
+    flags: { merchant: 'value', 'display-name': 'value', 'logo-url': 'value', accent: 'value' },
+    run: (f, { db }) =>
+      setMerchantBranding(db, f.required('merchant'), {
+        displayName: f.optional('display-name'),
+        logoUrl: f.optional('logo-url'),
+        accent: f.optional('accent'),
+      }),
   },
   'merchant unsuspend': {
     flags: { merchant: 'value' },
