@@ -5,6 +5,7 @@ import * as checkoutSessions from './20261121020000_checkout_sessions';
 import * as webhooks from './20261121040000_webhooks';
 import * as checkoutPayments from './20261121060000_checkout_payments';
 import * as hostedPageKeys from './20261121080000_hosted_page_keys';
+import * as outboxRelay from './20261121100000_outbox_relay';
 
 type Migration = { up(knex: Knex): Promise<void>; down?(knex: Knex): Promise<void> };
 
@@ -16,6 +17,7 @@ const migrations: Array<[string, Migration]> = [
   ['20261121040000_webhooks', webhooks],
   ['20261121060000_checkout_payments', checkoutPayments],
   ['20261121080000_hosted_page_keys', hostedPageKeys],
+  ['20261121100000_outbox_relay', outboxRelay],
 ];
 
 /** A knex migration source over the static list, so migrations run the same under tsx, jest and node. */

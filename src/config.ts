@@ -1,5 +1,7 @@
 import { z } from 'zod';
 
+const LOOPBACK_HOST = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/;
+
 /** Every setting the service reads, validated once; the README lists them all. */
 const settingsSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
@@ -43,6 +45,24 @@ const settingsSchema = z.object({
     .int()
     .min(1024)
     .default(100 * 1024),
+  /** Outbox e-mail goes out through this SMTP server (`smtp://user:pass@host:587`, `smtps://…`); unset: kept in the outbox. */
+  SMTP_URL: z
+    .string()
+    .url()
+    .refine((u) => /^smtps?:$/.test(new URL(u).protocol), 'must be an smtp:// or smtps:// URL')
+    .optional(),
+  MAIL_FROM: z.string().min(1).default('Payments <no-reply@localhost>'),
+  /** Outbox SMS goes out as `POST {"to", "body"}` to this URL (https; http only to a loopback host); unset: kept in the outbox. */
+  SMS_HTTP_URL: z
+    .string()
+    .url()
+    .refine((u) => {
+      const url = new URL(u);
+      return url.protocol === 'https:' || (url.protocol === 'http:' && LOOPBACK_HOST.test(url.hostname));
+    }, 'must be an https URL (http only to localhost, 127.0.0.1 or [::1])')
+    .optional(),
+  /** Sent to SMS_HTTP_URL as `Authorization: Bearer …`; required with it. */
+  SMS_HTTP_TOKEN: z.string().min(1).optional(),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
 });
 
@@ -59,6 +79,9 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     throw new Error(`Invalid settings:\n${lines.join('\n')}`);
   }
   const s = parsed.data;
+  if (Boolean(s.SMS_HTTP_URL) !== Boolean(s.SMS_HTTP_TOKEN)) {
+    throw new Error('Invalid settings:\n  SMS_HTTP_URL, SMS_HTTP_TOKEN: set both or neither');
+  }
   return { ...s, PUBLIC_BASE_URL: s.PUBLIC_BASE_URL ?? `http://localhost:${s.PORT}` };
 }
 

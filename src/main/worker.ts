@@ -4,6 +4,8 @@ import { loadSettings, requireDatabaseUrl } from '../config';
 import { createDb } from '../db/knex';
 import { systemClock } from '../lib/clock';
 import { log } from '../lib/log';
+import { startOutboxRelay } from '../messaging/relay';
+import { transportsFromSettings } from '../messaging/transports';
 import { temporalConnectionOptions } from '../temporal/client';
 import { startDispatcher } from '../webhooks/dispatcher';
 import { webhookRuntime } from '../webhooks/runtime';
@@ -28,9 +30,17 @@ async function main(): Promise<void> {
   await ensureJanitor(client, settings.TEMPORAL_TASK_QUEUE);
   // Webhook fan-out after commit: any number of workers may run one (they share the work).
   const dispatcher = startDispatcher({ db, databaseUrl, temporal: client, taskQueue: settings.TEMPORAL_TASK_QUEUE });
+  // Outbox messages (OTP SMS, merchant e-mail) go out only for the kinds with a configured transport.
+  const transports = transportsFromSettings(settings);
+  const relay = Object.keys(transports).length > 0 ? startOutboxRelay({ db, transports }) : null;
+  log.info(relay ? 'outbox relay running' : 'outbox relay off: messages stay in the outbox (ops outbox list)', {
+    email: transports.email?.describe ?? 'outbox only (SMTP_URL unset)',
+    sms: transports.sms?.describe ?? 'outbox only (SMS_HTTP_URL unset)',
+  });
   log.info('worker running', { task_queue: settings.TEMPORAL_TASK_QUEUE, namespace: settings.TEMPORAL_NAMESPACE });
   await worker.run(); // returns after SIGINT/SIGTERM once in-flight tasks finish
-  await dispatcher.stop();
+  await Promise.all([dispatcher.stop(), relay?.stop()]);
+  for (const transport of Object.values(transports)) transport.close?.();
   await Promise.allSettled([db.destroy(), connection.close()]);
   log.info('worker stopped');
 }

@@ -1,0 +1,262 @@
+import { Client as PgClient, type ClientConfig } from 'pg';
+import type { Knex } from 'knex';
+import type { Db } from '../db/knex';
+import { type Clock, systemClock } from '../lib/clock';
+import { log as defaultLog } from '../lib/log';
+import type { MessageKind, OutboxMessage, Transports } from './transports';
+
+/** Postgres announces every insert into `outbox` here when its transaction commits (a trigger). */
+export const OUTBOX_CHANNEL = 'svc_outbox';
+
+/** Wait after the 1st, 2nd, … failed attempt; the last entry is the last retry. */
+export const RETRY_DELAYS_MS = [30_000, 2 * 60_000, 10 * 60_000, 60 * 60_000, 6 * 60 * 60_000] as const;
+/** Attempts before a message is given up (the first try and one per retry delay). */
+export const MAX_ATTEMPTS = RETRY_DELAYS_MS.length + 1;
+/**
+ * A message not sent this long after it was queued is given up: an SMS is an OTP code, dead after
+ * 10 minutes; an e-mail older than a day is news the merchant has long had some other way. It also
+ * keeps a backlog queued while no transport was configured from going out late all at once.
+ */
+export const MAX_AGE_MS: Record<MessageKind, number> = { sms: 10 * 60_000, email: 24 * 60 * 60_000 };
+
+const LAST_ERROR_MAX_CHARS = 500;
+
+export type RelayLog = Pick<typeof defaultLog, 'info' | 'warn' | 'error'>;
+
+export interface OutboxRelayDeps {
+  db: Db;
+  /** A kind without a transport is never claimed: its rows stay in the outbox for `ops outbox list`. */
+  transports: Transports;
+  log?: RelayLog;
+  /** Decides what is due and stamps `sent_at` / `next_attempt_at` (tests move it). */
+  now?: Clock;
+  /** How often due messages are looked for without a notification (retries, a missed one). */
+  pollEveryMs?: number;
+  /** Messages claimed per transaction (and sent concurrently). */
+  batchSize?: number;
+  /** Only messages to these addresses (test files share one database). */
+  onlyTo?: ReadonlySet<string>;
+}
+
+export interface OutboxRelay {
+  /** Resolves once the relay LISTENs for new messages (at once when it has no transport). */
+  readonly ready: Promise<void>;
+  /** Sends every message due now; resolves when none is left. */
+  drain(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+interface ClaimedRow extends OutboxMessage {
+  /** Including the one just claimed. */
+  attempts: number;
+  created_at: Date;
+}
+
+/**
+ * The outbox relay, run by the worker process. It LISTENs on `svc_outbox` and polls every couple
+ * of seconds; each pass claims a small batch of due, unsent messages of the kinds it has a
+ * transport for (FOR UPDATE SKIP LOCKED, so several workers share the work) and, in the same
+ * transaction, counts the attempt and leases the rows by moving `next_attempt_at` to when a retry
+ * would be due. It sends them after commit and records `sent_at`, or the error and the retry time
+ * (RETRY_DELAYS_MS), giving up after MAX_ATTEMPTS or MAX_AGE_MS. A relay dying mid-send leaves
+ * the row to be retried when its lease ends: delivery is at least once. Logs carry ids and errors,
+ * never addresses or bodies (an SMS body is an OTP code).
+ */
+export function startOutboxRelay(deps: OutboxRelayDeps): OutboxRelay {
+  const log = deps.log ?? defaultLog;
+  const now = deps.now ?? systemClock;
+  const pollEveryMs = deps.pollEveryMs ?? 2000;
+  const batchSize = deps.batchSize ?? 10;
+  const kinds = (Object.keys(deps.transports) as MessageKind[]).filter((k) => deps.transports[k]);
+  let stopped = false;
+  let running: Promise<void> | null = null;
+  let again = false;
+  let listener: PgClient | null = null;
+  let reconnect: NodeJS.Timeout | null = null;
+
+  /** Unsent, still scheduled rows of our kinds (and addresses). */
+  function scheduled(query: Knex.QueryBuilder): Knex.QueryBuilder {
+    query.whereIn('kind', kinds).whereNull('sent_at').whereNotNull('next_attempt_at');
+    if (deps.onlyTo) query.whereIn('to', [...deps.onlyTo]);
+    return query;
+  }
+
+  /** Whether a row queued at `createdAt` is past its kind's MAX_AGE_MS at `at`. */
+  const expired = (kind: MessageKind, createdAt: Date, at: Date) =>
+    at.getTime() - createdAt.getTime() >= MAX_AGE_MS[kind];
+
+  /** Gives up the due rows that are too old or out of attempts (a relay that died on the last one). */
+  async function giveUpStale(at: Date): Promise<void> {
+    const stale = scheduled(deps.db('outbox'))
+      .where('next_attempt_at', '<=', at)
+      .where((q) => {
+        q.where('attempts', '>=', MAX_ATTEMPTS);
+        for (const kind of kinds)
+          q.orWhere((k) => k.where({ kind }).where('created_at', '<=', new Date(at.getTime() - MAX_AGE_MS[kind])));
+      })
+      .limit(1000)
+      .forUpdate()
+      .skipLocked()
+      .select('id');
+    const rows: Array<{ id: number }> = await deps
+      .db('outbox')
+      .whereIn('id', stale)
+      .update({
+        next_attempt_at: null,
+        last_error: deps.db.raw('coalesce(last_error, ?)', ['not sent before it expired']),
+      })
+      .returning(['id']);
+    if (rows.length > 0) log.warn('outbox messages given up unsent', { ids: rows.map((r) => r.id) });
+  }
+
+  /** Claims one batch in one transaction: counts the attempt and leases each row until its retry time. */
+  async function claim(at: Date): Promise<ClaimedRow[]> {
+    return deps.db.transaction(async (trx) => {
+      const query = scheduled(trx('outbox'))
+        .where('next_attempt_at', '<=', at)
+        .where('attempts', '<', MAX_ATTEMPTS)
+        .where((q) => {
+          for (const kind of kinds)
+            q.orWhere((k) => k.where({ kind }).where('created_at', '>', new Date(at.getTime() - MAX_AGE_MS[kind])));
+        })
+        .orderBy('next_attempt_at')
+        .orderBy('id')
+        .limit(batchSize)
+        .forUpdate()
+        .skipLocked()
+        .select('id', 'kind', 'to', 'subject', 'body', 'attempts', 'created_at');
+      const rows: ClaimedRow[] = await query;
+      for (const row of rows) {
+        row.attempts += 1;
+        await trx('outbox')
+          .where({ id: row.id })
+          .update({ attempts: row.attempts, next_attempt_at: new Date(at.getTime() + retryDelayMs(row.attempts)) });
+      }
+      return rows;
+    });
+  }
+
+  async function sendOne(row: ClaimedRow): Promise<void> {
+    const transport = deps.transports[row.kind]!;
+    const { attempts, created_at: createdAt, ...message } = row;
+    try {
+      await transport.send(message);
+    } catch (err) {
+      const error = (err instanceof Error ? err.message : String(err)).slice(0, LAST_ERROR_MAX_CHARS);
+      const at = now();
+      const retryAt = new Date(at.getTime() + retryDelayMs(attempts));
+      const giveUp = attempts >= MAX_ATTEMPTS || expired(row.kind, createdAt, retryAt);
+      await deps
+        .db('outbox')
+        .where({ id: row.id, attempts })
+        .whereNull('sent_at')
+        .update({ last_error: error, next_attempt_at: giveUp ? null : retryAt });
+      if (giveUp) log.warn('outbox message given up', { id: row.id, kind: row.kind, attempts, error });
+      else
+        log.warn('outbox message not sent; will retry', {
+          id: row.id,
+          kind: row.kind,
+          attempts,
+          error,
+          retry_at: retryAt.toISOString(),
+        });
+      return;
+    }
+    await deps
+      .db('outbox')
+      .where({ id: row.id })
+      .whereNull('sent_at')
+      .update({ sent_at: now(), next_attempt_at: null });
+    log.info('outbox message sent', { id: row.id, kind: row.kind, attempts });
+  }
+
+  /** One batch: claim, send concurrently, record; returns how many it claimed. */
+  async function batch(): Promise<number> {
+    const rows = await claim(now());
+    await Promise.all(rows.map((row) => sendOne(row)));
+    return rows.length;
+  }
+
+  async function pass(): Promise<void> {
+    do {
+      again = false;
+      await giveUpStale(now());
+      while ((await batch()) === batchSize && !stopped);
+    } while (again && !stopped);
+  }
+
+  /** Runs a pass, or asks the running one to go round again. */
+  function kick(): Promise<void> {
+    if (kinds.length === 0 || stopped) return running ?? Promise.resolve();
+    if (running) {
+      again = true;
+      return running;
+    }
+    running = pass()
+      .catch((err) =>
+        log.error('outbox relay pass failed; the next poll retries', {
+          error: err instanceof Error ? err.message : String(err),
+        }),
+      )
+      .finally(() => {
+        running = null;
+      });
+    return running;
+  }
+
+  async function listen(): Promise<void> {
+    const connection = deps.db.client.config.connection as string | ClientConfig;
+    const client = new PgClient(typeof connection === 'string' ? { connectionString: connection } : connection);
+    client.on('notification', () => void kick());
+    client.on('error', (err) => {
+      log.warn('outbox relay lost its LISTEN connection; reconnecting', { error: err.message });
+      listener = null;
+      void client.end().catch(() => undefined);
+      scheduleReconnect();
+    });
+    await client.connect();
+    if (stopped) return void (await client.end());
+    await client.query(`LISTEN ${OUTBOX_CHANNEL}`);
+    listener = client;
+    void kick(); // whatever committed while we were not listening
+  }
+
+  function scheduleReconnect(): void {
+    if (stopped || reconnect) return;
+    reconnect = setTimeout(() => {
+      reconnect = null;
+      listen().catch(() => scheduleReconnect());
+    }, 1000);
+  }
+
+  let poll: NodeJS.Timeout | null = null;
+  let ready = Promise.resolve();
+  if (kinds.length > 0) {
+    ready = listen().catch((err) => {
+      log.warn('outbox relay could not LISTEN; retrying', { error: err instanceof Error ? err.message : String(err) });
+      scheduleReconnect();
+    });
+    poll = setInterval(() => void kick(), pollEveryMs);
+  }
+
+  return {
+    ready,
+    async drain() {
+      await kick();
+      while (running) await running;
+    },
+    async stop() {
+      stopped = true;
+      if (poll) clearInterval(poll);
+      if (reconnect) clearTimeout(reconnect);
+      while (running) await running;
+      await listener?.end().catch(() => undefined);
+      listener = null;
+    },
+  };
+}
+
+/** The wait after the `attempts`-th failed attempt (the last delay repeats as the lease of a final one). */
+export function retryDelayMs(attempts: number): number {
+  return RETRY_DELAYS_MS[Math.min(attempts, RETRY_DELAYS_MS.length) - 1];
+}
