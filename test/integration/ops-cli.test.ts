@@ -1048,6 +1048,10 @@ describe('outbox list', () => {
         subject: null,
         body: 'Your code is 222222',
         created_at: expect.stringMatching(ISO_MS),
+        sent_at: null,
+        attempts: 0,
+        last_error: null,
+        next_attempt_at: expect.stringMatching(ISO_MS),
       },
       {
         id: expect.any(Number),
@@ -1056,10 +1060,36 @@ describe('outbox list', () => {
         subject: null,
         body: 'Your code is 111111',
         created_at: expect.stringMatching(ISO_MS),
+        sent_at: null,
+        attempts: 0,
+        last_error: null,
+        next_attempt_at: expect.stringMatching(ISO_MS),
       },
     ]);
     expect(sms.messages.every((m: { kind: string }) => m.kind === 'sms')).toBe(true);
     expect((await ops('outbox', 'list', '--limit', '1')).messages).toHaveLength(1);
+  });
+
+  it('shows what the relay did: sent, or failed and when it tries next', async () => {
+    const to = `ops-relay-${Date.now()}@shop.example`;
+    const sentAt = new Date('2026-11-21T10:00:00.000Z');
+    await db('outbox').insert({
+      kind: 'email',
+      to,
+      subject: 'A',
+      body: 'a',
+      sent_at: sentAt,
+      attempts: 1,
+      next_attempt_at: null,
+    });
+    await db('outbox').insert({ kind: 'email', to, subject: 'B', body: 'b', attempts: 2, last_error: 'smtp 451' });
+    const mine = (await ops('outbox', 'list', '--kind', 'email', '--limit', '1000')).messages.filter(
+      (m: { to: string }) => m.to === to,
+    );
+    expect(mine.map((m: Record<string, unknown>) => [m.subject, m.sent_at, m.attempts, m.last_error])).toEqual([
+      ['B', null, 2, 'smtp 451'],
+      ['A', '2026-11-21T10:00:00.000Z', 1, null],
+    ]);
   });
 
   it('refuses an unknown kind', async () => {
