@@ -1,8 +1,5 @@
-import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import { cpus, tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Client as PgClient } from 'pg';
+import { cpus } from 'node:os';
 import { Client as TemporalClient, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { createApp } from '../src/app';
@@ -15,11 +12,8 @@ import { setLogLevel } from '../src/lib/log';
 import { createCheckoutKey } from '../src/ops/checkout-keys';
 import { createMerchant } from '../src/ops/merchants';
 import { createWorker } from '../src/worker/create-worker';
+import { startBenchEnvironment } from './bench/environment';
 import { Batch, combine, percentile, perSecond, runClosedLoop, table } from './bench/measure';
-import { startEmbeddedPg } from './embedded-pg';
-import { freePort, stopAll } from './processes';
-import { startTemporalDevServer } from './temporal-dev-server';
-import { findTemporalCli } from './toolchain';
 
 /**
  * `npm run bench:sessions`: `POST /v1/checkout/sessions` at concurrency 16 over HTTP against the
@@ -62,57 +56,14 @@ function sessionBody(): string {
   });
 }
 
-/** A Postgres server to create the bench database on: DATABASE_URL's, or an embedded one. */
-async function postgres(dir: string): Promise<{ adminUrl: string; stop(): Promise<void> }> {
-  if (process.env.DATABASE_URL) return { adminUrl: process.env.DATABASE_URL, stop: async () => undefined };
-  log('DATABASE_URL is not set: starting an embedded Postgres');
-  const pg = await startEmbeddedPg({
-    dataDir: join(dir, 'pg'),
-    port: await freePort(),
-    durable: false,
-    timeoutMs: 120_000,
-  });
-  return { adminUrl: pg.url('postgres'), stop: () => pg.stop() };
-}
-
 async function main(): Promise<void> {
   setLogLevel('silent');
   Runtime.install({ logger: new DefaultLogger('ERROR') });
-  const dir = mkdtempSync(join(tmpdir(), 'svc-bench-sessions-'));
-  const cleanups: Array<() => Promise<unknown>> = [async () => rmSync(dir, { recursive: true, force: true })];
-  const cleanup = async () => {
-    for (const step of cleanups.reverse()) await step().catch((err) => log(`cleanup: ${String(err)}`));
-  };
-  process.once('SIGINT', () => void cleanup().then(() => process.exit(130)));
+  const env = await startBenchEnvironment('sessions', NAMESPACE, log);
   try {
-    const pg = await postgres(dir);
-    cleanups.push(() => pg.stop());
-    const database = `svc_bench_${Date.now()}`;
-    const admin = new PgClient({ connectionString: pg.adminUrl });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${database}`);
-    cleanups.push(async () => {
-      await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-      await admin.end();
-    });
-    const url = new URL(pg.adminUrl);
-    url.pathname = `/${database}`;
-
-    const [port, uiPort] = [await freePort(), await freePort()];
-    log(`Starting temporal server start-dev on 127.0.0.1:${port} (SQLite in ${dir})...`);
-    const server = await startTemporalDevServer({
-      cli: findTemporalCli(),
-      port,
-      uiPort,
-      dbFile: join(dir, 'temporal.db'),
-      namespace: NAMESPACE,
-      logFile: join(dir, 'temporal.log'),
-      timeoutMs: 120_000,
-    });
-    cleanups.push(() => stopAll());
     const settings = loadSettings({
-      DATABASE_URL: url.toString(),
-      TEMPORAL_ADDRESS: server.address,
+      DATABASE_URL: env.databaseUrl,
+      TEMPORAL_ADDRESS: env.temporalAddress,
       TEMPORAL_TASK_QUEUE: `bench-sessions-${randomString(6)}`,
       PUBLIC_BASE_URL: 'https://pay.example.com',
       CHECKOUT_RATE_LIMIT_PER_SECOND: '1000000', // the limiter still counts every request
@@ -122,12 +73,12 @@ async function main(): Promise<void> {
     // The app and the worker each get their own pool, as two processes would.
     const appDb = createDb(settings.DATABASE_URL!, settings.DATABASE_POOL_MAX);
     const workerDb = createDb(settings.DATABASE_URL!, settings.DATABASE_POOL_MAX);
-    cleanups.push(() => Promise.all([appDb.destroy(), workerDb.destroy()]));
+    env.onClose(() => Promise.all([appDb.destroy(), workerDb.destroy()]));
     await migrateLatest(appDb);
 
-    const nativeConnection = await NativeConnection.connect({ address: server.address });
-    const connection = await Connection.connect({ address: server.address });
-    cleanups.push(() => Promise.all([nativeConnection.close(), connection.close()]));
+    const nativeConnection = await NativeConnection.connect({ address: env.temporalAddress });
+    const connection = await Connection.connect({ address: env.temporalAddress });
+    env.onClose(() => Promise.all([nativeConnection.close(), connection.close()]));
     const temporal = new TemporalClient({ connection, namespace: NAMESPACE });
 
     log('Bundling the workflows and starting the workers...');
@@ -149,14 +100,14 @@ async function main(): Promise<void> {
       }),
     ];
     const running = workers.map((w) => w.run());
-    cleanups.push(async () => {
+    env.onClose(async () => {
       for (const w of workers) w.shutdown();
       await Promise.all(running);
     });
 
     const http = createApp({ db: appDb, settings, clock: systemClock, temporal }).listen(0, '127.0.0.1');
     await new Promise((resolve) => http.once('listening', resolve));
-    cleanups.push(() => new Promise((resolve) => http.close(resolve)));
+    env.onClose(() => new Promise((resolve) => http.close(resolve)));
     const baseUrl = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
 
     const merchant = await createMerchant(appDb, {
@@ -249,7 +200,7 @@ async function main(): Promise<void> {
     );
     if (STRICT && ratio < TARGET_RATIO) process.exitCode = 1;
   } finally {
-    await cleanup();
+    await env.close();
   }
 }
 

@@ -1,7 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Client as PgClient } from 'pg';
+import { cpus } from 'node:os';
 import { Client as TemporalClient, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { recordEvent } from '../src/checkout/events';
@@ -22,11 +19,8 @@ import { checkWebhookUrl } from '../src/webhooks/url-safety';
 import { verify } from '../src/webhooks/verify';
 import { createWorker } from '../src/worker/create-worker';
 import { RECEIVER_HOST, startHttpsReceiver, testResolver } from '../test/helpers/https-receiver';
+import { startBenchEnvironment } from './bench/environment';
 import { percentile, runClosedLoop, table } from './bench/measure';
-import { startEmbeddedPg } from './embedded-pg';
-import { freePort, stopAll } from './processes';
-import { startTemporalDevServer } from './temporal-dev-server';
-import { findTemporalCli } from './toolchain';
 
 /**
  * `npm run bench:webhooks`: 5,000 events, each committed by its own transaction the way a state
@@ -61,60 +55,16 @@ const ms = (n: number) => `${n.toFixed(1)} ms`;
 const rate = (n: number) => `${n.toFixed(0)}/s`;
 const sleep = (n: number) => new Promise((r) => setTimeout(r, n));
 
-/** A Postgres server to create the bench database on: DATABASE_URL's, or an embedded one. */
-async function postgres(dir: string): Promise<{ adminUrl: string; stop(): Promise<void> }> {
-  if (process.env.DATABASE_URL) return { adminUrl: process.env.DATABASE_URL, stop: async () => undefined };
-  log('DATABASE_URL is not set: starting an embedded Postgres');
-  const pg = await startEmbeddedPg({
-    dataDir: join(dir, 'pg'),
-    port: await freePort(),
-    durable: false,
-    timeoutMs: 120_000,
-  });
-  return { adminUrl: pg.url('postgres'), stop: () => pg.stop() };
-}
-
 async function main(): Promise<void> {
   setLogLevel('silent');
   Runtime.install({ logger: new DefaultLogger('ERROR') });
-  const dir = mkdtempSync(join(tmpdir(), 'svc-bench-webhooks-'));
-  const cleanups: Array<() => Promise<unknown>> = [async () => rmSync(dir, { recursive: true, force: true })];
-  const cleanup = async () => {
-    for (const step of cleanups.reverse()) await step().catch((err) => log(`cleanup: ${String(err)}`));
-  };
-  process.once('SIGINT', () => void cleanup().then(() => process.exit(130)));
+  const env = await startBenchEnvironment('webhooks', NAMESPACE, log);
   try {
-    const pg = await postgres(dir);
-    cleanups.push(() => pg.stop());
-    const database = `svc_bench_${Date.now()}`;
-    const admin = new PgClient({ connectionString: pg.adminUrl });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${database}`);
-    cleanups.push(async () => {
-      await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-      await admin.end();
-    });
-    const url = new URL(pg.adminUrl);
-    url.pathname = `/${database}`;
-
-    const [port, uiPort] = [await freePort(), await freePort()];
-    log(`Starting temporal server start-dev on 127.0.0.1:${port} (SQLite in ${dir})...`);
-    const server = await startTemporalDevServer({
-      cli: findTemporalCli(),
-      port,
-      uiPort,
-      dbFile: join(dir, 'temporal.db'),
-      namespace: NAMESPACE,
-      logFile: join(dir, 'temporal.log'),
-      timeoutMs: 120_000,
-    });
-    cleanups.push(() => stopAll());
-
     const receiver = await startHttpsReceiver();
-    cleanups.push(() => receiver.close());
+    env.onClose(() => receiver.close());
     const settings = loadSettings({
-      DATABASE_URL: url.toString(),
-      TEMPORAL_ADDRESS: server.address,
+      DATABASE_URL: env.databaseUrl,
+      TEMPORAL_ADDRESS: env.temporalAddress,
       TEMPORAL_TASK_QUEUE: `bench-webhooks-${randomString(6)}`,
       WEBHOOK_ALLOWED_HOSTS: RECEIVER_HOST,
       WEBHOOK_EXTRA_CA_PATH: receiver.caPath,
@@ -126,12 +76,12 @@ async function main(): Promise<void> {
     // State changes and the worker (activities and dispatcher) each get their own pool, as two processes would.
     const apiDb = createDb(settings.DATABASE_URL!, settings.DATABASE_POOL_MAX);
     const workerDb = createDb(settings.DATABASE_URL!, settings.DATABASE_POOL_MAX);
-    cleanups.push(() => Promise.all([apiDb.destroy(), workerDb.destroy()]));
+    env.onClose(() => Promise.all([apiDb.destroy(), workerDb.destroy()]));
     await migrateLatest(apiDb);
 
-    const nativeConnection = await NativeConnection.connect({ address: server.address });
-    const connection = await Connection.connect({ address: server.address });
-    cleanups.push(() => Promise.all([nativeConnection.close(), connection.close()]));
+    const nativeConnection = await NativeConnection.connect({ address: env.temporalAddress });
+    const connection = await Connection.connect({ address: env.temporalAddress });
+    env.onClose(() => Promise.all([nativeConnection.close(), connection.close()]));
     const temporal = new TemporalClient({ connection, namespace: NAMESPACE });
 
     log('Bundling the workflows and starting the worker and the dispatcher...');
@@ -145,7 +95,7 @@ async function main(): Promise<void> {
       webhooks,
     });
     const running = worker.run();
-    cleanups.push(async () => {
+    env.onClose(async () => {
       worker.shutdown();
       await running;
     });
@@ -155,7 +105,7 @@ async function main(): Promise<void> {
       temporal,
       taskQueue: settings.TEMPORAL_TASK_QUEUE,
     });
-    cleanups.push(() => dispatcher.stop());
+    env.onClose(() => dispatcher.stop());
 
     const merchant = await createMerchant(apiDb, {
       name: 'Bench merchant',
@@ -324,7 +274,7 @@ async function main(): Promise<void> {
     );
     if (invalid > 0 || measured.length !== deliveries.length) process.exitCode = 1;
   } finally {
-    await cleanup();
+    await env.close();
   }
 }
 
