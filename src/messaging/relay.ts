@@ -1,6 +1,7 @@
-import { Client as PgClient, type ClientConfig } from 'pg';
+import type { ClientConfig } from 'pg';
 import type { Knex } from 'knex';
 import type { Db } from '../db/knex';
+import { type ChannelListener, listenOn } from '../db/listen';
 import { type Clock, systemClock } from '../lib/clock';
 import { log as defaultLog } from '../lib/log';
 import type { MessageKind, OutboxMessage, Transports } from './transports';
@@ -71,8 +72,6 @@ export function startOutboxRelay(deps: OutboxRelayDeps): OutboxRelay {
   let stopped = false;
   let running: Promise<void> | null = null;
   let again = false;
-  let listener: PgClient | null = null;
-  let reconnect: NodeJS.Timeout | null = null;
 
   /** Unsent, still scheduled rows of our kinds (and addresses). */
   function scheduled(query: Knex.QueryBuilder): Knex.QueryBuilder {
@@ -204,40 +203,18 @@ export function startOutboxRelay(deps: OutboxRelayDeps): OutboxRelay {
     return running;
   }
 
-  async function listen(): Promise<void> {
-    const connection = deps.db.client.config.connection as string | ClientConfig;
-    const client = new PgClient(typeof connection === 'string' ? { connectionString: connection } : connection);
-    client.on('notification', () => void kick());
-    client.on('error', (err) => {
-      log.warn('outbox relay lost its LISTEN connection; reconnecting', { error: err.message });
-      listener = null;
-      void client.end().catch(() => undefined);
-      scheduleReconnect();
-    });
-    await client.connect();
-    if (stopped) return void (await client.end());
-    await client.query(`LISTEN ${OUTBOX_CHANNEL}`);
-    listener = client;
-    void kick(); // whatever committed while we were not listening
-  }
-
-  function scheduleReconnect(): void {
-    if (stopped || reconnect) return;
-    reconnect = setTimeout(() => {
-      reconnect = null;
-      listen().catch(() => scheduleReconnect());
-    }, 1000);
-  }
-
   let poll: NodeJS.Timeout | null = null;
-  let ready = Promise.resolve();
+  let listener: ChannelListener | null = null;
   if (kinds.length > 0) {
-    ready = listen().catch((err) => {
-      log.warn('outbox relay could not LISTEN; retrying', { error: err instanceof Error ? err.message : String(err) });
-      scheduleReconnect();
+    listener = listenOn({
+      connection: deps.db.client.config.connection as string | ClientConfig,
+      channel: OUTBOX_CHANNEL,
+      onNotify: () => void kick(),
+      name: 'outbox relay',
     });
     poll = setInterval(() => void kick(), pollEveryMs);
   }
+  const ready = listener?.ready ?? Promise.resolve();
 
   return {
     ready,
@@ -248,10 +225,8 @@ export function startOutboxRelay(deps: OutboxRelayDeps): OutboxRelay {
     async stop() {
       stopped = true;
       if (poll) clearInterval(poll);
-      if (reconnect) clearTimeout(reconnect);
+      await listener?.stop();
       while (running) await running;
-      await listener?.end().catch(() => undefined);
-      listener = null;
     },
   };
 }

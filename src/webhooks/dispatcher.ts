@@ -1,7 +1,7 @@
 import type { Client } from '@temporalio/client';
-import { Client as PgClient } from 'pg';
 import { EVENTS_CHANNEL } from '../checkout/events';
 import type { Db } from '../db/knex';
+import { listenOn } from '../db/listen';
 import { log } from '../lib/log';
 import { DispatchableEvent, endpointsFor, inParallel, signalDelivery } from './dispatch';
 
@@ -43,8 +43,6 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
   let stopped = false;
   let running: Promise<void> | null = null;
   let again = false;
-  let listener: PgClient | null = null;
-  let reconnect: NodeJS.Timeout | null = null;
 
   /** One batch in one transaction; returns how many events it dispatched. */
   async function dispatchBatch(): Promise<number> {
@@ -108,33 +106,11 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
     return running;
   }
 
-  async function listen(): Promise<void> {
-    const client = new PgClient({ connectionString: deps.databaseUrl });
-    client.on('notification', () => void kick());
-    client.on('error', (err) => {
-      log.warn('webhook dispatcher lost its LISTEN connection; reconnecting', { error: err.message });
-      listener = null;
-      void client.end().catch(() => undefined);
-      scheduleReconnect();
-    });
-    await client.connect();
-    if (stopped) return void (await client.end());
-    await client.query(`LISTEN ${EVENTS_CHANNEL}`);
-    listener = client;
-    void kick(); // whatever committed while we were not listening
-  }
-
-  function scheduleReconnect(): void {
-    if (stopped || reconnect) return;
-    reconnect = setTimeout(() => {
-      reconnect = null;
-      listen().catch(() => scheduleReconnect());
-    }, 1000);
-  }
-
-  listen().catch((err) => {
-    log.warn('webhook dispatcher could not LISTEN; retrying', { error: err.message });
-    scheduleReconnect();
+  const listener = listenOn({
+    connection: deps.databaseUrl,
+    channel: EVENTS_CHANNEL,
+    onNotify: () => void kick(),
+    name: 'webhook dispatcher',
   });
   const sweep = setInterval(() => void kick(), sweepEveryMs);
 
@@ -146,10 +122,8 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
     async stop() {
       stopped = true;
       clearInterval(sweep);
-      if (reconnect) clearTimeout(reconnect);
+      await listener.stop();
       while (running) await running;
-      await listener?.end().catch(() => undefined);
-      listener = null;
     },
   };
 }

@@ -1,0 +1,65 @@
+import { Client as PgClient, ClientConfig } from 'pg';
+import { log } from '../lib/log';
+
+export interface ChannelListener {
+  /** Settles once the first LISTEN is in place (or has failed and a retry is scheduled). */
+  ready: Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * LISTENs on `channel` over a dedicated connection (outside any pool) and calls `onNotify` for
+ * each notification, and once after every (re)connect for whatever committed while nobody
+ * listened. A lost connection is re-opened every second until `stop()`.
+ */
+export function listenOn(opts: {
+  connection: string | ClientConfig;
+  channel: string;
+  onNotify: () => void;
+  /** Who listens, for the logs. */
+  name: string;
+}): ChannelListener {
+  let stopped = false;
+  let client: PgClient | null = null;
+  let reconnect: NodeJS.Timeout | null = null;
+
+  const scheduleReconnect = () => {
+    if (stopped || reconnect) return;
+    reconnect = setTimeout(() => {
+      reconnect = null;
+      connect().catch(() => scheduleReconnect());
+    }, 1000);
+  };
+
+  async function connect(): Promise<void> {
+    const config = typeof opts.connection === 'string' ? { connectionString: opts.connection } : opts.connection;
+    const next = new PgClient(config);
+    next.on('notification', () => opts.onNotify());
+    next.on('error', (err) => {
+      log.warn(`${opts.name} lost its LISTEN connection; reconnecting`, { error: err.message });
+      client = null;
+      void next.end().catch(() => undefined);
+      scheduleReconnect();
+    });
+    await next.connect();
+    if (stopped) return void (await next.end());
+    await next.query(`LISTEN ${opts.channel}`);
+    client = next;
+    opts.onNotify();
+  }
+
+  const ready = connect().catch((err) => {
+    log.warn(`${opts.name} could not LISTEN; retrying`, { error: err instanceof Error ? err.message : String(err) });
+    scheduleReconnect();
+  });
+
+  return {
+    ready,
+    async stop() {
+      stopped = true;
+      if (reconnect) clearTimeout(reconnect);
+      await client?.end().catch(() => undefined);
+      client = null;
+    },
+  };
+}
