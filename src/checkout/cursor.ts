@@ -1,10 +1,22 @@
+import type { Knex } from 'knex';
 import { decodeCursor, encodeCursor } from '../http/cursor';
 import { ApiError } from '../http/errors';
 
 const isIsoTime = (value: string) => !Number.isNaN(Date.parse(value)) && new Date(value).toISOString() === value;
 
+/** Where a page of a Checkout list starts: after the row with this (created_at, id). */
+export interface Keyset {
+  createdAt: string;
+  id: string;
+}
+
+export interface Page<T> {
+  rows: T[];
+  hasMore: boolean;
+}
+
 /** Checkout lists page on (created_at, id); the cursor carries the last row's pair. */
-export function checkoutCursor(list: string, raw: string | undefined): { createdAt: string; id: string } | undefined {
+export function checkoutCursor(list: string, raw: string | undefined): Keyset | undefined {
   if (raw === undefined || raw === '') return undefined;
   const invalid = () =>
     ApiError.validation('cursor is not a cursor from this list.', [{ field: 'cursor', issue: 'invalid' }]);
@@ -14,10 +26,35 @@ export function checkoutCursor(list: string, raw: string | undefined): { created
   return { createdAt, id };
 }
 
-export function nextCheckoutCursor(
+/**
+ * Runs `query` newest first on (created_at, id), starting after `after`, and fetches one row
+ * beyond `limit` to learn whether more exist: every Checkout list pages this way.
+ */
+export async function newestFirst<T>(
+  query: Knex.QueryBuilder,
+  after: Keyset | undefined,
+  limit: number,
+): Promise<Page<T>> {
+  query
+    .orderBy([
+      { column: 'created_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
+    .limit(limit + 1);
+  if (after) query.andWhereRaw('(created_at, id) < (?::timestamptz, ?)', [after.createdAt, after.id]);
+  const rows: T[] = await query;
+  return { rows: rows.slice(0, limit), hasMore: rows.length > limit };
+}
+
+/** The Checkout list envelope: `data`, and `next_cursor` (null on the last page). */
+export function listOut<T extends { created_at: Date; id: string }>(
   list: string,
-  hasMore: boolean,
-  last: { created_at: Date; id: string } | undefined,
-): string | null {
-  return hasMore && last ? encodeCursor(list, [new Date(last.created_at).toISOString(), last.id]) : null;
+  page: Page<T>,
+  out: (row: T) => unknown,
+) {
+  const last = page.rows[page.rows.length - 1];
+  return {
+    data: page.rows.map(out),
+    next_cursor: page.hasMore && last ? encodeCursor(list, [new Date(last.created_at).toISOString(), last.id]) : null,
+  };
 }

@@ -2,6 +2,7 @@ import type { Db } from '../db/knex';
 import type { KeyMode } from '../keys/keys';
 import { newId } from '../lib/ids';
 import { isObjectId } from './ids';
+import { type Keyset, newestFirst } from './cursor';
 
 /** Event types this service emits (new ones may be added inside v1). */
 export const eventTypes = [
@@ -70,20 +71,13 @@ export function eventOut(row: EventRow) {
 export async function listEvents(
   db: Db,
   scope: { merchantId: string; mode: KeyMode },
-  opts: { type?: string; since?: Date; after?: { createdAt: string; id: string }; limit: number },
+  opts: { type?: string; since?: Date; after?: Keyset; limit: number },
 ) {
-  const query = db('events')
-    .where({ merchant_id: scope.merchantId, mode: scope.mode })
-    .orderBy([
-      { column: 'created_at', order: 'desc' },
-      { column: 'id', order: 'desc' },
-    ])
-    .limit(opts.limit + 1);
+  const query = db('events').where({ merchant_id: scope.merchantId, mode: scope.mode });
+
   if (opts.type !== undefined) query.andWhere({ type: opts.type });
   if (opts.since !== undefined) query.andWhere('created_at', '>=', opts.since);
-  if (opts.after) query.andWhereRaw('(created_at, id) < (?::timestamptz, ?)', [opts.after.createdAt, opts.after.id]);
-  const rows: EventRow[] = await query;
-  return { rows: rows.slice(0, opts.limit), hasMore: rows.length > opts.limit };
+  return newestFirst<EventRow>(query, opts.after, opts.limit);
 }
 
 /** The merchant's event in `mode`, or null (another merchant's or mode's is null too). */

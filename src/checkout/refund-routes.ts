@@ -7,7 +7,7 @@ import { checkoutIdempotency } from '../http/idempotency';
 import { rateLimit } from '../http/rate-limit';
 import { input, validate } from '../http/validate';
 import type { CheckoutScope } from '../keys/scopes';
-import { checkoutCursor, nextCheckoutCursor } from './cursor';
+import { checkoutCursor, listOut } from './cursor';
 import { createRefund } from './refunds/create-refund';
 import { getRefund, listRefunds } from './refunds/queries';
 import { refundOut } from './refunds/refund-row';
@@ -58,10 +58,7 @@ export function refundRoutes(router: Router, deps: AppDeps): Router {
       after: checkoutCursor('refunds', q.cursor),
       limit: q.limit,
     });
-    ctx.body = {
-      data: page.rows.map(refundOut),
-      next_cursor: nextCheckoutCursor('refunds', page.hasMore, page.rows[page.rows.length - 1]),
-    };
+    ctx.body = listOut('refunds', page, refundOut);
   });
 
   router.get('/refunds/:id', ...merchant('refunds:read'), async (ctx) => {

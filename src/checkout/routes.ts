@@ -7,7 +7,7 @@ import { checkoutIdempotency } from '../http/idempotency';
 import { rateLimit } from '../http/rate-limit';
 import { input, validate } from '../http/validate';
 import type { CheckoutScope } from '../keys/scopes';
-import { checkoutCursor, nextCheckoutCursor } from './cursor';
+import { checkoutCursor, listOut } from './cursor';
 import { eventOut, getEvent, listEvents } from './events';
 import { listMerchantMethods } from './payment-methods';
 import { eventListQuery, sessionIn, sessionListQuery } from './schemas';
@@ -62,10 +62,7 @@ export function checkoutRouter(deps: AppDeps, adapters: PublicAdapters = {}): Ro
       after: checkoutCursor('sessions', q.cursor),
       limit: q.limit,
     });
-    ctx.body = {
-      data: page.rows.map((s) => sessionOut(s, base)),
-      next_cursor: nextCheckoutCursor('sessions', page.hasMore, page.rows[page.rows.length - 1]),
-    };
+    ctx.body = listOut('sessions', page, (s) => sessionOut(s, base));
   });
 
   router.get('/checkout/sessions/:id', ...merchant('sessions:read'), async (ctx) => {
@@ -93,10 +90,7 @@ export function checkoutRouter(deps: AppDeps, adapters: PublicAdapters = {}): Ro
       after: checkoutCursor('events', q.cursor),
       limit: q.limit,
     });
-    ctx.body = {
-      data: page.rows.map(eventOut),
-      next_cursor: nextCheckoutCursor('events', page.hasMore, page.rows[page.rows.length - 1]),
-    };
+    ctx.body = listOut('events', page, eventOut);
   });
 
   router.get('/events/:id', ...merchant('events:read'), async (ctx) => {

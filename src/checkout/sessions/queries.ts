@@ -2,6 +2,7 @@ import type { Db } from '../../db/knex';
 import { isObjectId } from '../ids';
 import type { MerchantScope } from './deps';
 import type { SessionRow } from './session-row';
+import { type Keyset, newestFirst } from '../cursor';
 
 /** The merchant's session in `mode`; another merchant's or mode's is null, like a missing one. */
 export async function getSession(db: Db, scope: MerchantScope, id: string): Promise<SessionRow | null> {
@@ -17,21 +18,14 @@ export async function listSessions(
     referenceId?: string;
     status?: string;
     createdAfter?: Date;
-    after?: { createdAt: string; id: string };
+    after?: Keyset;
     limit: number;
   },
 ) {
-  const query = db('checkout_sessions')
-    .where({ merchant_id: scope.merchantId, mode: scope.mode })
-    .orderBy([
-      { column: 'created_at', order: 'desc' },
-      { column: 'id', order: 'desc' },
-    ])
-    .limit(opts.limit + 1);
+  const query = db('checkout_sessions').where({ merchant_id: scope.merchantId, mode: scope.mode });
+
   if (opts.referenceId !== undefined) query.andWhere({ reference_id: opts.referenceId });
   if (opts.status !== undefined) query.andWhere({ status: opts.status });
   if (opts.createdAfter !== undefined) query.andWhere('created_at', '>', opts.createdAfter);
-  if (opts.after) query.andWhereRaw('(created_at, id) < (?::timestamptz, ?)', [opts.after.createdAt, opts.after.id]);
-  const rows: SessionRow[] = await query;
-  return { rows: rows.slice(0, opts.limit), hasMore: rows.length > opts.limit };
+  return newestFirst<SessionRow>(query, opts.after, opts.limit);
 }
