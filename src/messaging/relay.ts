@@ -1,7 +1,7 @@
 import type { ClientConfig } from 'pg';
 import type { Knex } from 'knex';
 import type { Db } from '../db/knex';
-import { type ChannelListener, listenOn } from '../db/listen';
+import { startNotifiedLoop } from '../db/notified-loop';
 import { type Clock, systemClock } from '../lib/clock';
 import { log as defaultLog } from '../lib/log';
 import type { MessageKind, OutboxMessage, Transports } from './transports';
@@ -69,9 +69,6 @@ export function startOutboxRelay(deps: OutboxRelayDeps): OutboxRelay {
   const pollEveryMs = deps.pollEveryMs ?? 2000;
   const batchSize = deps.batchSize ?? 10;
   const kinds = (Object.keys(deps.transports) as MessageKind[]).filter((k) => deps.transports[k]);
-  let stopped = false;
-  let running: Promise<void> | null = null;
-  let again = false;
 
   /** Unsent, still scheduled rows of our kinds (and addresses). */
   function scheduled(query: Knex.QueryBuilder): Knex.QueryBuilder {
@@ -176,59 +173,16 @@ export function startOutboxRelay(deps: OutboxRelayDeps): OutboxRelay {
     return rows.length;
   }
 
-  async function pass(): Promise<void> {
-    do {
-      again = false;
-      await giveUpStale(now());
-      while ((await batch()) === batchSize && !stopped);
-    } while (again && !stopped);
-  }
-
-  /** Runs a pass, or asks the running one to go round again. */
-  function kick(): Promise<void> {
-    if (kinds.length === 0 || stopped) return running ?? Promise.resolve();
-    if (running) {
-      again = true;
-      return running;
-    }
-    running = pass()
-      .catch((err) =>
-        log.error('outbox relay pass failed; the next poll retries', {
-          error: err instanceof Error ? err.message : String(err),
-        }),
-      )
-      .finally(() => {
-        running = null;
-      });
-    return running;
-  }
-
-  let poll: NodeJS.Timeout | null = null;
-  let listener: ChannelListener | null = null;
-  if (kinds.length > 0) {
-    listener = listenOn({
-      connection: deps.db.client.config.connection as string | ClientConfig,
-      channel: OUTBOX_CHANNEL,
-      onNotify: () => void kick(),
-      name: 'outbox relay',
-    });
-    poll = setInterval(() => void kick(), pollEveryMs);
-  }
-  const ready = listener?.ready ?? Promise.resolve();
-
-  return {
-    ready,
-    async drain() {
-      await kick();
-      while (running) await running;
-    },
-    async stop() {
-      stopped = true;
-      if (poll) clearInterval(poll);
-      await listener?.stop();
-      while (running) await running;
-    },
-  };
+  return startNotifiedLoop({
+    connection: deps.db.client.config.connection as string | ClientConfig,
+    channel: OUTBOX_CHANNEL,
+    name: 'outbox relay',
+    everyMs: pollEveryMs,
+    batchSize,
+    batch,
+    beforePass: () => giveUpStale(now()),
+    enabled: kinds.length > 0,
+  });
 }
 
 /** The wait after the `attempts`-th failed attempt (the last delay repeats as the lease of a final one). */

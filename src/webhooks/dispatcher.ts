@@ -1,8 +1,7 @@
 import type { Client } from '@temporalio/client';
 import { EVENTS_CHANNEL } from '../checkout/events';
 import type { Db } from '../db/knex';
-import { listenOn } from '../db/listen';
-import { log } from '../lib/log';
+import { type NotifiedLoop, startNotifiedLoop } from '../db/notified-loop';
 import { DispatchableEvent, endpointsFor, inParallel, signalDelivery } from './dispatch';
 
 export interface DispatcherDeps {
@@ -21,11 +20,8 @@ export interface DispatcherDeps {
   merchantIds?: ReadonlySet<string>;
 }
 
-export interface Dispatcher {
-  /** Dispatches every undispatched event now; resolves when none is left. */
-  drain(): Promise<void>;
-  stop(): Promise<void>;
-}
+/** `drain()` dispatches every undispatched event now; `stop()` waits for the running pass. */
+export type Dispatcher = Omit<NotifiedLoop, 'ready'>;
 
 /**
  * Webhook fan-out after commit, run by the worker process: LISTENs on the events channel (Postgres
@@ -40,9 +36,6 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
   const sweepEveryMs = deps.sweepEveryMs ?? 5000;
   const batchSize = deps.batchSize ?? 200;
   const concurrency = deps.concurrency ?? 16;
-  let stopped = false;
-  let running: Promise<void> | null = null;
-  let again = false;
 
   /** One batch in one transaction; returns how many events it dispatched. */
   async function dispatchBatch(): Promise<number> {
@@ -80,50 +73,13 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
     });
   }
 
-  async function pass(): Promise<void> {
-    do {
-      again = false;
-      while ((await dispatchBatch()) === batchSize && !stopped);
-    } while (again && !stopped);
-  }
-
-  /** Runs a pass, or asks the running one to go round again. */
-  function kick(): Promise<void> {
-    if (deps.merchantIds?.size === 0 || stopped) return running ?? Promise.resolve();
-    if (running) {
-      again = true;
-      return running;
-    }
-    running = pass()
-      .catch((err) =>
-        log.error('webhook dispatch failed; the sweep retries', {
-          error: err instanceof Error ? err.message : String(err),
-        }),
-      )
-      .finally(() => {
-        running = null;
-      });
-    return running;
-  }
-
-  const listener = listenOn({
+  return startNotifiedLoop({
     connection: deps.databaseUrl,
     channel: EVENTS_CHANNEL,
-    onNotify: () => void kick(),
     name: 'webhook dispatcher',
+    everyMs: sweepEveryMs,
+    batchSize,
+    batch: dispatchBatch,
+    enabled: deps.merchantIds?.size !== 0,
   });
-  const sweep = setInterval(() => void kick(), sweepEveryMs);
-
-  return {
-    async drain() {
-      await kick();
-      while (running) await running;
-    },
-    async stop() {
-      stopped = true;
-      clearInterval(sweep);
-      await listener.stop();
-      while (running) await running;
-    },
-  };
 }
