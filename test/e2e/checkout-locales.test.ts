@@ -1,7 +1,7 @@
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { startStack, Stack } from '../helpers/stack';
-import { launchBrowser, newShopper, plain, screenshots } from './browser';
-import { buildShop, landedAtMerchant, openSession, orderBody, stubOutside } from './shop';
+import type { Page } from 'playwright-core';
+import { setMerchantSuspended } from '../../src/ops/merchants';
+import { plain, screenshots } from './browser';
+import { buildShop, landedAtMerchant, openSession, orderBody, useShopperWorld } from './shop';
 
 /**
  * The hosted page in its three languages (Arabic and Kurdish right to left) with the language
@@ -10,30 +10,10 @@ import { buildShop, landedAtMerchant, openSession, orderBody, stubOutside } from
  */
 jest.setTimeout(120_000);
 
-let stack: Stack;
-let browser: Browser;
-let shop: Awaited<ReturnType<typeof buildShop>>;
-let context: BrowserContext;
-let page: Page;
-
-beforeAll(async () => {
-  browser = await launchBrowser(); // first: without Chromium, fail before starting anything
-  stack = await startStack();
-  shop = await buildShop(stack, { methods: ['test', 'cashondelivery', 'card', 'zaincash'] });
-});
-afterAll(async () => {
-  await browser?.close();
-  await stack?.stop();
-});
-beforeEach(async () => {
-  context = await newShopper(browser);
-  await stubOutside(context);
-  page = await context.newPage();
-});
-afterEach(() => context?.close());
+const w = useShopperWorld({ methods: ['test', 'cashondelivery', 'card', 'zaincash'] });
 
 const quick = { collect: { phone: 'none', name: 'optional', shipping_address: 'none' } };
-const order = (over: Record<string, unknown> = {}) => openSession(stack, shop.secretKey, orderBody(over));
+const order = (over: Record<string, unknown> = {}) => openSession(w.stack, w.shop.secretKey, orderBody(over));
 const htmlAttrs = (p: Page) =>
   p.evaluate('({ lang: document.documentElement.lang, dir: document.documentElement.dir })') as Promise<{
     lang: string;
@@ -43,47 +23,47 @@ const h1 = async (p: Page) => plain(await p.getByRole('heading', { level: 1 }).t
 
 it('shows the Arabic page right to left (the default locale) and the shopper pays on it', async () => {
   const s = await order({ ...quick, locale: undefined });
-  await page.goto(s.url);
-  expect(await htmlAttrs(page)).toEqual({ lang: 'ar', dir: 'rtl' });
-  expect(await h1(page)).toBe('الدفع');
-  expect(plain(await page.locator('#total-amount').textContent())).toBe('27,000 د.ع');
-  expect(await page.locator('.item-discount .item-amount').textContent()).toBe('\u2066−2,000\u2069 د.ع');
+  await w.page.goto(s.url);
+  expect(await htmlAttrs(w.page)).toEqual({ lang: 'ar', dir: 'rtl' });
+  expect(await h1(w.page)).toBe('الدفع');
+  expect(plain(await w.page.locator('#total-amount').textContent())).toBe('27,000 د.ع');
+  expect(await w.page.locator('.item-discount .item-amount').textContent()).toBe('\u2066−2,000\u2069 د.ع');
   // Right to left: the summary's amounts sit at the left edge, the labels at the right.
-  const label = await page.locator('.item .item-label').first().boundingBox();
-  const amount = await page.locator('.item .item-amount').first().boundingBox();
+  const label = await w.page.locator('.item .item-label').first().boundingBox();
+  const amount = await w.page.locator('.item .item-amount').first().boundingBox();
   expect(amount!.x).toBeLessThan(label!.x);
-  await screenshots(page, 'checkout-ar');
+  await screenshots(w.page, 'checkout-ar');
 
-  await page.getByRole('radio', { name: 'بوابة الاختبار' }).check();
-  expect(plain(await page.locator('#pay').textContent())).toBe('ادفع 27,000 د.ع');
-  await page.locator('#pay').click();
-  await page.waitForURL(/\/t\/pa_test_/);
-  expect(await htmlAttrs(page)).toEqual({ lang: 'ar', dir: 'rtl' });
-  await screenshots(page, 'test-gateway-ar');
-  await page.getByRole('button', { name: 'نجاح' }).click();
-  await landedAtMerchant(page, '/done');
+  await w.page.getByRole('radio', { name: 'بوابة الاختبار' }).check();
+  expect(plain(await w.page.locator('#pay').textContent())).toBe('ادفع 27,000 د.ع');
+  await w.page.locator('#pay').click();
+  await w.page.waitForURL(/\/t\/pa_test_/);
+  expect(await htmlAttrs(w.page)).toEqual({ lang: 'ar', dir: 'rtl' });
+  await screenshots(w.page, 'test-gateway-ar');
+  await w.page.getByRole('button', { name: 'نجاح' }).click();
+  await landedAtMerchant(w.page, '/done');
 });
 
 it('switches language with the switch, keeps the choice, and shows Kurdish right to left', async () => {
   const s = await order({ ...quick, locale: 'ar' });
-  await page.goto(s.url);
-  await page.getByRole('navigation', { name: 'اللغة' }).getByRole('link', { name: 'English' }).click();
-  await page.waitForURL(/lang=en/);
-  expect(await htmlAttrs(page)).toEqual({ lang: 'en', dir: 'ltr' });
-  expect(await h1(page)).toBe('Checkout');
-  expect(await page.getByRole('link', { name: 'English' }).getAttribute('aria-current')).toBe('true');
+  await w.page.goto(s.url);
+  await w.page.getByRole('navigation', { name: 'اللغة' }).getByRole('link', { name: 'English' }).click();
+  await w.page.waitForURL(/lang=en/);
+  expect(await htmlAttrs(w.page)).toEqual({ lang: 'en', dir: 'ltr' });
+  expect(await h1(w.page)).toBe('Checkout');
+  expect(await w.page.getByRole('link', { name: 'English' }).getAttribute('aria-current')).toBe('true');
 
   // The choice is remembered on the next visit without the parameter.
-  await page.goto(s.url);
-  expect(await h1(page)).toBe('Checkout');
+  await w.page.goto(s.url);
+  expect(await h1(w.page)).toBe('Checkout');
 
-  await page.getByRole('link', { name: 'کوردی' }).click();
-  await page.waitForURL(/lang=ku/);
-  expect(await htmlAttrs(page)).toEqual({ lang: 'ckb', dir: 'rtl' });
-  expect(await h1(page)).toBe('پارەدان');
-  expect(plain(await page.locator('#total-amount').textContent())).toBe('27,000 دینار');
-  expect(await page.getByRole('radio', { name: 'پارەدان لە کاتی گەیاندن' }).count()).toBe(1);
-  await screenshots(page, 'checkout-ku');
+  await w.page.getByRole('link', { name: 'کوردی' }).click();
+  await w.page.waitForURL(/lang=ku/);
+  expect(await htmlAttrs(w.page)).toEqual({ lang: 'ckb', dir: 'rtl' });
+  expect(await h1(w.page)).toBe('پارەدان');
+  expect(plain(await w.page.locator('#total-amount').textContent())).toBe('27,000 دینار');
+  expect(await w.page.getByRole('radio', { name: 'پارەدان لە کاتی گەیاندن' }).count()).toBe(1);
+  await screenshots(w.page, 'checkout-ku');
 });
 
 it('takes the page language from the session locale', async () => {
@@ -93,8 +73,8 @@ it('takes the page language from the session locale', async () => {
     ['ar', { lang: 'ar', dir: 'rtl' }],
   ] as const) {
     const s = await order({ ...quick, locale });
-    await page.goto(s.url);
-    expect(await htmlAttrs(page)).toEqual(expected);
+    await w.page.goto(s.url);
+    expect(await htmlAttrs(w.page)).toEqual(expected);
   }
 });
 
@@ -107,17 +87,17 @@ it('shows USD with cents, and methods that cannot take the payment disabled with
     line_items: [{ label: 'E-book bundle', amount: 1250, type: 'charge' }],
     payment_method_types: ['test', 'card', 'zaincash'],
   });
-  await page.goto(s.url);
-  expect(await page.locator('#total-amount').textContent()).toBe('$12.50');
-  expect(await page.locator('#pay').textContent()).toContain('Pay $12.50');
+  await w.page.goto(s.url);
+  expect(await w.page.locator('#total-amount').textContent()).toBe('$12.50');
+  expect(await w.page.locator('#pay').textContent()).toContain('Pay $12.50');
   for (const name of ['Card', 'ZainCash']) {
-    const radio = page.getByRole('radio', { name });
+    const radio = w.page.getByRole('radio', { name });
     expect(await radio.isDisabled()).toBe(true);
     expect(await radio.getAttribute('aria-describedby')).toMatch(/^method-note-/);
   }
-  expect(await page.locator('#method-note-card').textContent()).toBe('Not available yet');
-  expect(await page.getByRole('radio', { name: 'Test gateway' }).isChecked()).toBe(true);
-  await screenshots(page, 'methods-unavailable');
+  expect(await w.page.locator('#method-note-card').textContent()).toBe('Not available yet');
+  expect(await w.page.getByRole('radio', { name: 'Test gateway' }).isChecked()).toBe(true);
+  await screenshots(w.page, 'methods-unavailable');
 });
 
 it('escapes everything the merchant and shopper wrote', async () => {
@@ -128,18 +108,18 @@ it('escapes everything the merchant and shopper wrote', async () => {
     reference_id: `ref-${Date.now()}<b>`,
     line_items: [{ label: hostile, amount: 27000, type: 'charge' }],
   });
-  await stack
+  await w.stack
     .db('merchants')
-    .where({ id: shop.merchantId })
+    .where({ id: w.shop.merchantId })
     .update({ display_name: `Shop ${hostile}` });
   try {
-    await page.goto(s.url);
-    expect(await page.locator('.item-label').first().textContent()).toBe(hostile);
-    expect(plain(await page.locator('.merchant-name').textContent())).toBe(`Shop ${hostile}`);
-    expect(await page.locator('img[src="x"]').count()).toBe(0);
-    expect(await page.evaluate('window.__owned')).toBeUndefined();
+    await w.page.goto(s.url);
+    expect(await w.page.locator('.item-label').first().textContent()).toBe(hostile);
+    expect(plain(await w.page.locator('.merchant-name').textContent())).toBe(`Shop ${hostile}`);
+    expect(await w.page.locator('img[src="x"]').count()).toBe(0);
+    expect(await w.page.evaluate('window.__owned')).toBeUndefined();
   } finally {
-    await stack.db('merchants').where({ id: shop.merchantId }).update({ display_name: 'Dar Al-Kutub' });
+    await w.stack.db('merchants').where({ id: w.shop.merchantId }).update({ display_name: 'Dar Al-Kutub' });
   }
 });
 
@@ -148,40 +128,40 @@ it('labels every input, and a keyboard alone can choose a method and pay, with v
     locale: 'en',
     collect: { phone: 'optional', name: 'required', shipping_address: 'optional' },
   });
-  await page.goto(s.url);
-  const unlabelled = await page.evaluate(`Array.from(document.querySelectorAll('input, select'))
+  await w.page.goto(s.url);
+  const unlabelled = await w.page.evaluate(`Array.from(document.querySelectorAll('input, select'))
     .filter((el) => el.type !== 'hidden' && (!el.labels || el.labels.length === 0) && !el.getAttribute('aria-label'))
     .map((el) => el.id || el.name)`);
   expect(unlabelled).toEqual([]);
 
   const focused = () =>
-    page.evaluate(`(() => {
+    w.page.evaluate(`(() => {
       const el = document.activeElement;
       const style = getComputedStyle(el);
       return { id: el.id, name: el.getAttribute('name'), value: el.value, text: el.textContent.trim(),
                outline: style.outlineStyle, width: parseFloat(style.outlineWidth) };
     })()`) as Promise<{ id: string; name: string | null; value: string; text: string; outline: string; width: number }>;
 
-  await page.getByLabel('Full name').focus();
-  await page.keyboard.type('Ali Hassan');
+  await w.page.getByLabel('Full name').focus();
+  await w.page.keyboard.type('Ali Hassan');
   // Tab through the rest of the form to the methods; every stop shows its focus ring.
   for (let i = 0; i < 20; i++) {
-    await page.keyboard.press('Tab');
+    await w.page.keyboard.press('Tab');
     const f = await focused();
     expect(f.outline).not.toBe('none');
     expect(f.width).toBeGreaterThanOrEqual(2);
     if (f.name === 'method') break;
   }
   expect((await focused()).value).toBe('test');
-  await page.keyboard.press('ArrowDown');
+  await w.page.keyboard.press('ArrowDown');
   expect((await focused()).value).toBe('cashondelivery');
-  await page.keyboard.press('Tab');
+  await w.page.keyboard.press('Tab');
   expect((await focused()).id).toBe('pay');
   expect((await focused()).text).toBe('Confirm order');
-  await screenshots(page, 'keyboard-focus');
-  await page.keyboard.press('Enter');
-  await page.getByRole('heading', { name: 'Order confirmed' }).waitFor();
-  const row = await stack.db('checkout_sessions').where({ id: s.id }).first();
+  await screenshots(w.page, 'keyboard-focus');
+  await w.page.keyboard.press('Enter');
+  await w.page.getByRole('heading', { name: 'Order confirmed' }).waitFor();
+  const row = await w.stack.db('checkout_sessions').where({ id: s.id }).first();
   expect(row.customer.name).toBe('Ali Hassan');
 });
 
@@ -190,21 +170,21 @@ it('fits a 320-pixel phone screen without sideways scrolling, in Arabic and in E
     locale: 'ar',
     collect: { phone: 'required', name: 'required', shipping_address: 'required' },
   });
-  await page.setViewportSize({ width: 320, height: 640 });
+  await w.page.setViewportSize({ width: 320, height: 640 });
   for (const lang of ['ar', 'en', 'ku']) {
-    await page.goto(`${s.url}?lang=${lang}`);
-    const overflow = await page.evaluate('document.documentElement.scrollWidth - window.innerWidth');
+    await w.page.goto(`${s.url}?lang=${lang}`);
+    const overflow = await w.page.evaluate('document.documentElement.scrollWidth - window.innerWidth');
     expect(overflow).toBeLessThanOrEqual(0);
-    const fontSize = await page.evaluate("parseFloat(getComputedStyle(document.querySelector('input')).fontSize)");
+    const fontSize = await w.page.evaluate("parseFloat(getComputedStyle(document.querySelector('input')).fontSize)");
     expect(fontSize).toBeGreaterThanOrEqual(16);
   }
 });
 
 it('says checkout is unavailable, in the session’s language, while the merchant is suspended', async () => {
-  const suspended = await buildShop(stack);
-  const s = await openSession(stack, suspended.secretKey, orderBody({ ...quick, locale: 'ar' }));
-  await stack.db('merchants').where({ id: suspended.merchantId }).update({ suspended: true });
-  const response = await page.goto(s.url);
+  const suspended = await buildShop(w.stack);
+  const s = await openSession(w.stack, suspended.secretKey, orderBody({ ...quick, locale: 'ar' }));
+  await setMerchantSuspended(w.stack.db, suspended.merchantId, true);
+  const response = await w.page.goto(s.url);
   expect(response?.status()).toBe(503);
-  expect(await h1(page)).toBe('الدفع غير متاح حاليًا');
+  expect(await h1(w.page)).toBe('الدفع غير متاح حاليًا');
 });

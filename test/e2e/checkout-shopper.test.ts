@@ -1,9 +1,8 @@
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { call } from '../helpers/http';
 import { randomPhone, smsCode, until } from '../helpers/checkout-payments';
-import { startStack, Stack } from '../helpers/stack';
-import { launchBrowser, newShopper, plain, screenshots } from './browser';
-import { buildShop, landedAtMerchant, openSession, orderBody, stubOutside } from './shop';
+import { plain, screenshots } from './browser';
+import { landedAtMerchant, openSession, orderBody, useShopperWorld } from './shop';
 
 /**
  * The shopper's side of the hosted page in headless Chromium: verifying a phone by SMS code (the
@@ -13,31 +12,11 @@ import { buildShop, landedAtMerchant, openSession, orderBody, stubOutside } from
  */
 jest.setTimeout(120_000);
 
-let stack: Stack;
-let browser: Browser;
-let shop: Awaited<ReturnType<typeof buildShop>>;
-let context: BrowserContext;
-let page: Page;
-
-beforeAll(async () => {
-  browser = await launchBrowser(); // first: without Chromium, fail before starting anything
-  stack = await startStack();
-  shop = await buildShop(stack);
-});
-afterAll(async () => {
-  await browser?.close();
-  await stack?.stop();
-});
-beforeEach(async () => {
-  context = await newShopper(browser);
-  await stubOutside(context);
-  page = await context.newPage();
-});
-afterEach(() => context?.close());
+const w = useShopperWorld();
 
 const order = (over: Record<string, unknown> = {}) =>
-  openSession(stack, shop.secretKey, orderBody({ locale: 'en', ...over }));
-const sessionRow = (id: string) => stack.db('checkout_sessions').where({ id }).first();
+  openSession(w.stack, w.shop.secretKey, orderBody({ locale: 'en', ...over }));
+const sessionRow = (id: string) => w.stack.db('checkout_sessions').where({ id }).first();
 
 async function fillAddress(p: Page) {
   await p.getByLabel('Full name').fill('Zainab Ali');
@@ -49,52 +28,52 @@ async function fillAddress(p: Page) {
 
 it('verifies the test phone with the code the test-mode hint shows, then pays by cash on delivery with name and address', async () => {
   const s = await order({ collect: { phone: 'required', name: 'required', shipping_address: 'required' } });
-  await page.goto(s.url);
-  const hint = plain(await page.locator('#test-hint').textContent());
+  await w.page.goto(s.url);
+  const hint = plain(await w.page.locator('#test-hint').textContent());
   expect(hint).toContain('0770 000 0000');
   expect(hint).toContain('000000');
 
   // Paying first is refused until the phone is verified.
-  await page.getByRole('radio', { name: 'Cash on delivery' }).check();
-  await page.getByRole('button', { name: 'Confirm order' }).click();
-  expect(await page.locator('#form-error').textContent()).toBe('Verify your phone number first.');
+  await w.page.getByRole('radio', { name: 'Cash on delivery' }).check();
+  await w.page.getByRole('button', { name: 'Confirm order' }).click();
+  expect(await w.page.locator('#form-error').textContent()).toBe('Verify your phone number first.');
 
-  await page.getByLabel('Mobile number').fill('0770 000 0000');
-  await screenshots(page, 'otp-phone');
-  await page.getByRole('button', { name: 'Send code' }).click();
-  await page.getByLabel('Verification code').waitFor();
-  expect(plain(await page.locator('#otp-help').textContent())).toContain('0770 000 0000');
-  await screenshots(page, 'otp-code');
+  await w.page.getByLabel('Mobile number').fill('0770 000 0000');
+  await screenshots(w.page, 'otp-phone');
+  await w.page.getByRole('button', { name: 'Send code' }).click();
+  await w.page.getByLabel('Verification code').waitFor();
+  expect(plain(await w.page.locator('#otp-help').textContent())).toContain('0770 000 0000');
+  await screenshots(w.page, 'otp-code');
   let answer: any;
-  await page.route('**/otp/verify', async (route) => {
+  await w.page.route('**/otp/verify', async (route) => {
     const response = await route.fetch();
     answer = await response.json();
     await route.fulfill({ response });
   });
-  await page.getByLabel('Verification code').fill('000000');
-  await page.locator('#phone-verified').waitFor();
+  await w.page.getByLabel('Verification code').fill('000000');
+  await w.page.locator('#phone-verified').waitFor();
   // The relay answers the page script without the customer token…
   expect(answer.customer_token).toBeUndefined();
   expect(answer.profile).toBeDefined();
-  await page.locator('#phone-verified').waitFor();
-  expect(plain(await page.locator('#phone-verified').textContent())).toBe('✓ Phone verified: 0770 000 0000');
+  await w.page.locator('#phone-verified').waitFor();
+  expect(plain(await w.page.locator('#phone-verified').textContent())).toBe('✓ Phone verified: 0770 000 0000');
   // …and keeps it in an HTTP-only cookie, out of reach of page scripts.
-  const cookies = await context.cookies();
+  const cookies = await w.context.cookies();
   const token = cookies.find((c) => c.name === `svc_ctok_${s.code}`);
   expect(token).toMatchObject({ httpOnly: true, sameSite: 'Lax' });
-  expect(await page.evaluate('document.cookie')).not.toContain('ctok');
+  expect(await w.page.evaluate('document.cookie')).not.toContain('ctok');
 
-  await page.getByRole('radio', { name: 'Cash on delivery' }).check();
-  await page.getByRole('button', { name: 'Confirm order' }).click();
-  expect(await page.locator('#name-error').textContent()).toBe('This field is required.');
-  expect(await page.getByLabel('Full name').getAttribute('aria-invalid')).toBe('true');
-  await fillAddress(page);
-  await screenshots(page, 'details');
-  await page.getByRole('button', { name: 'Confirm order' }).click();
+  await w.page.getByRole('radio', { name: 'Cash on delivery' }).check();
+  await w.page.getByRole('button', { name: 'Confirm order' }).click();
+  expect(await w.page.locator('#name-error').textContent()).toBe('This field is required.');
+  expect(await w.page.getByLabel('Full name').getAttribute('aria-invalid')).toBe('true');
+  await fillAddress(w.page);
+  await screenshots(w.page, 'details');
+  await w.page.getByRole('button', { name: 'Confirm order' }).click();
 
-  await page.getByRole('heading', { name: 'Order confirmed' }).waitFor();
-  expect(await page.locator('.screen-body').textContent()).toBe('Pay 27,000 IQD in cash when your order arrives.');
-  await screenshots(page, 'cash-on-delivery-confirmed');
+  await w.page.getByRole('heading', { name: 'Order confirmed' }).waitFor();
+  expect(await w.page.locator('.screen-body').textContent()).toBe('Pay 27,000 IQD in cash when your order arrives.');
+  await screenshots(w.page, 'cash-on-delivery-confirmed');
   const row = await sessionRow(s.id);
   expect([row.status, row.payment_status]).toEqual(['completed', 'requires_offline_collection']);
   expect(row.customer).toMatchObject({
@@ -110,8 +89,8 @@ it('verifies the test phone with the code the test-mode hint shows, then pays by
     },
   });
 
-  await page.getByRole('link', { name: 'Return to Dar Al-Kutub' }).click();
-  const landed = await landedAtMerchant(page, '/done');
+  await w.page.getByRole('link', { name: 'Return to Dar Al-Kutub' }).click();
+  const landed = await landedAtMerchant(w.page, '/done');
   expect(landed.searchParams.get('session_id')).toBe(s.id);
   expect(landed.searchParams.get('reference_id')).toBe(s.reference_id);
 });
@@ -119,89 +98,91 @@ it('verifies the test phone with the code the test-mode hint shows, then pays by
 it('verifies a real number with the SMS code, typed in Arabic-Indic digits, after a wrong code', async () => {
   const s = await order({ collect: { phone: 'required', name: 'none', shipping_address: 'none' } });
   const phone = randomPhone();
-  await page.goto(s.url);
+  await w.page.goto(s.url);
   // As an Iraqi shopper types it: local format, Arabic-Indic digits.
   const local = `0${phone.slice(4)}`.replace(/[0-9]/g, (d) => String.fromCharCode(0x0660 + Number(d)));
-  await page.getByLabel('Mobile number').fill(local);
-  await page.getByLabel('Mobile number').press('Enter');
-  await page.getByLabel('Verification code').waitFor();
+  await w.page.getByLabel('Mobile number').fill(local);
+  await w.page.getByLabel('Mobile number').press('Enter');
+  await w.page.getByLabel('Verification code').waitFor();
   let code: string | undefined;
-  await until(async () => (code = await smsCode(stack.db, phone)) !== undefined, 'the SMS');
+  await until(async () => (code = await smsCode(w.stack.db, phone)) !== undefined, 'the SMS');
 
   const wrong = code === '123456' ? '654321' : '123456';
-  await page.getByLabel('Verification code').fill(wrong);
-  await page.locator('#otp-error').filter({ hasText: 'The code is wrong' }).waitFor();
-  expect(await page.getByLabel('Verification code').getAttribute('aria-invalid')).toBe('true');
+  await w.page.getByLabel('Verification code').fill(wrong);
+  await w.page.locator('#otp-error').filter({ hasText: 'The code is wrong' }).waitFor();
+  expect(await w.page.getByLabel('Verification code').getAttribute('aria-invalid')).toBe('true');
 
-  await page
+  await w.page
     .getByLabel('Verification code')
     .fill(code!.replace(/[0-9]/g, (d) => String.fromCharCode(0x0660 + Number(d))));
-  await page.locator('#phone-verified').waitFor();
+  await w.page.locator('#phone-verified').waitFor();
   expect((await sessionRow(s.id)).customer).toMatchObject({ phone, phone_verified: true });
 });
 
 it('pays by cash on delivery when nothing more is asked, with a confirmation screen', async () => {
   const s = await order({ collect: { phone: 'none', name: 'none', shipping_address: 'none' } });
-  await page.goto(s.url);
-  await page.getByRole('radio', { name: 'Cash on delivery' }).check();
-  expect(await page.locator('#pay').textContent()).toContain('Confirm order');
-  await page.getByRole('button', { name: 'Confirm order' }).click();
-  await page.getByRole('heading', { name: 'Order confirmed' }).waitFor();
+  await w.page.goto(s.url);
+  await w.page.getByRole('radio', { name: 'Cash on delivery' }).check();
+  expect(await w.page.locator('#pay').textContent()).toContain('Confirm order');
+  await w.page.getByRole('button', { name: 'Confirm order' }).click();
+  await w.page.getByRole('heading', { name: 'Order confirmed' }).waitFor();
   expect((await sessionRow(s.id)).payment_status).toBe('requires_offline_collection');
 
   // Opened again later, the page still shows the confirmation, never the form.
-  await page.goto(s.url);
-  await page.getByRole('heading', { name: 'Order confirmed' }).waitFor();
-  expect(await page.locator('#pay').count()).toBe(0);
+  await w.page.goto(s.url);
+  await w.page.getByRole('heading', { name: 'Order confirmed' }).waitFor();
+  expect(await w.page.locator('#pay').count()).toBe(0);
 });
 
 it('cancels to the merchant cancel_url with nothing appended, after a confirmation', async () => {
   const s = await order();
-  await page.goto(s.url);
-  await page.getByRole('button', { name: 'Cancel and return to the store' }).click();
-  await page.getByText('Cancel this payment? Your order will not be placed.').waitFor();
-  await screenshots(page, 'cancel-confirm');
-  await page.getByRole('button', { name: 'No, go back' }).click();
+  await w.page.goto(s.url);
+  await w.page.getByRole('button', { name: 'Cancel and return to the store' }).click();
+  await w.page.getByText('Cancel this payment? Your order will not be placed.').waitFor();
+  await screenshots(w.page, 'cancel-confirm');
+  await w.page.getByRole('button', { name: 'No, go back' }).click();
   expect((await sessionRow(s.id)).status).toBe('open');
 
-  await page.getByRole('button', { name: 'Cancel and return to the store' }).click();
-  await page.getByRole('button', { name: 'Yes, cancel' }).click();
-  const landed = await landedAtMerchant(page, '/cart');
+  await w.page.getByRole('button', { name: 'Cancel and return to the store' }).click();
+  await w.page.getByRole('button', { name: 'Yes, cancel' }).click();
+  const landed = await landedAtMerchant(w.page, '/cart');
   expect(landed.search).toBe('');
   expect((await sessionRow(s.id)).status).toBe('canceled');
 
-  const response = await page.goto(s.url);
+  const response = await w.page.goto(s.url);
   expect(response?.status()).toBe(410);
-  await page.getByRole('heading', { name: 'Payment cancelled' }).waitFor();
+  await w.page.getByRole('heading', { name: 'Payment cancelled' }).waitFor();
 });
 
 it('cancels to the page’s own cancelled screen when the session has no cancel_url', async () => {
   const s = await order({ cancel_url: undefined });
-  await page.goto(s.url);
-  await page.getByRole('button', { name: 'Cancel payment' }).click();
-  await page.getByRole('button', { name: 'Yes, cancel' }).click();
-  await page.getByRole('heading', { name: 'Payment cancelled' }).waitFor();
-  expect(await page.locator('.screen-body').textContent()).toBe('No payment was taken. You can close this page.');
-  await screenshots(page, 'cancelled');
+  await w.page.goto(s.url);
+  await w.page.getByRole('button', { name: 'Cancel payment' }).click();
+  await w.page.getByRole('button', { name: 'Yes, cancel' }).click();
+  await w.page.getByRole('heading', { name: 'Payment cancelled' }).waitFor();
+  expect(await w.page.locator('.screen-body').textContent()).toBe('No payment was taken. You can close this page.');
+  await screenshots(w.page, 'cancelled');
 });
 
 it('shows an expired session as a clear “expired” screen (410)', async () => {
   const s = await order();
-  const expired = await call(stack.baseUrl, 'POST', `/v1/checkout/sessions/${s.id}/expire`, { key: shop.secretKey });
+  const expired = await call(w.stack.baseUrl, 'POST', `/v1/checkout/sessions/${s.id}/expire`, {
+    key: w.shop.secretKey,
+  });
   expect(expired.status).toBe(200);
-  const response = await page.goto(s.url);
+  const response = await w.page.goto(s.url);
   expect(response?.status()).toBe(410);
-  expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('This payment link has expired');
-  expect(await page.locator('.screen-body').textContent()).toBe(
+  expect(await w.page.getByRole('heading', { level: 1 }).textContent()).toBe('This payment link has expired');
+  expect(await w.page.locator('.screen-body').textContent()).toBe(
     'No payment was taken. Go back to the store to start again.',
   );
-  await screenshots(page, 'expired');
+  await screenshots(w.page, 'expired');
 });
 
 it('sends a shopper whose session expired while on the page to the expired screen when they pay', async () => {
   const s = await order({ collect: { phone: 'none', name: 'none', shipping_address: 'none' } });
-  await page.goto(s.url);
-  await call(stack.baseUrl, 'POST', `/v1/checkout/sessions/${s.id}/expire`, { key: shop.secretKey });
-  await page.getByRole('button', { name: 'Pay 27,000 IQD' }).click();
-  await page.getByRole('heading', { name: 'This payment link has expired' }).waitFor();
+  await w.page.goto(s.url);
+  await call(w.stack.baseUrl, 'POST', `/v1/checkout/sessions/${s.id}/expire`, { key: w.shop.secretKey });
+  await w.page.getByRole('button', { name: 'Pay 27,000 IQD' }).click();
+  await w.page.getByRole('heading', { name: 'This payment link has expired' }).waitFor();
 });

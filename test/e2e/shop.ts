@@ -1,7 +1,9 @@
-import type { BrowserContext, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { setMerchantBranding } from '../../src/ops/merchants';
 import { buildMerchant } from '../helpers/factories';
 import { createSession, sessionBody } from '../helpers/checkout-payments';
-import type { Stack } from '../helpers/stack';
+import { startStack, type Stack } from '../helpers/stack';
+import { launchBrowser, newShopper } from './browser';
 
 /** The merchant's logo, served by the test at an https address (the page loads only https images). */
 export const LOGO_URL = 'https://cdn.example.com/logo.svg';
@@ -12,14 +14,7 @@ const LOGO_SVG =
 /** A test merchant with a display name, logo and accent colour (as the operator would set them). */
 export async function buildShop(stack: Stack, opts: { methods?: string[]; accent?: string } = {}) {
   const m = await buildMerchant(stack.db, { name: 'Dar Al-Kutub', methods: opts.methods });
-  await stack
-    .db('merchants')
-    .where({ id: m.merchantId })
-    .update({
-      display_name: 'Dar Al-Kutub',
-      logo_url: LOGO_URL,
-      accent: opts.accent ?? '#9a3412',
-    });
+  await setMerchantBranding(stack.db, m.merchantId, { logoUrl: LOGO_URL, accent: opts.accent ?? '#9a3412' });
   return m;
 }
 
@@ -63,4 +58,38 @@ export async function stubOutside(context: BrowserContext): Promise<void> {
 export async function landedAtMerchant(page: Page, path: string): Promise<URL> {
   await page.waitForURL((url) => url.host === 'shop.example.com' && url.pathname === path);
   return new URL(page.url());
+}
+
+export interface ShopperWorld {
+  stack: Stack;
+  browser: Browser;
+  shop: Awaited<ReturnType<typeof buildShop>>;
+  /** A fresh shopper (cookies and all) for each test, with outside sites stubbed. */
+  context: BrowserContext;
+  page: Page;
+}
+
+/**
+ * Registers the hooks every browser test file needs and returns what they set: the browser first
+ * (so a missing Chromium fails before anything starts), then the stack and the shop, once per
+ * file; a new shopper and page for each test.
+ */
+export function useShopperWorld(shopOpts: Parameters<typeof buildShop>[1] = {}): ShopperWorld {
+  const world = {} as ShopperWorld;
+  beforeAll(async () => {
+    world.browser = await launchBrowser();
+    world.stack = await startStack();
+    world.shop = await buildShop(world.stack, shopOpts);
+  });
+  afterAll(async () => {
+    await world.browser?.close();
+    await world.stack?.stop();
+  });
+  beforeEach(async () => {
+    world.context = await newShopper(world.browser);
+    await stubOutside(world.context);
+    world.page = await world.context.newPage();
+  });
+  afterEach(() => world.context?.close());
+  return world;
 }
