@@ -160,3 +160,11 @@ export async function seedOrders(
   );
   return rows.map((r: { id: string }) => r.id);
 }
+
+/** `ops stock set`: the level of the seller's `sku` at `locationId`, as the dashboard would set it. */
+export const stockSet = (db: Db, sellerId: string, sku: string, locationId: string, level: string) =>
+  ops(db, 'stock', 'set', '--seller', sellerId, '--sku', sku, '--location', locationId, '--level', level);
+
+/** `ops product create-catalog`: a catalog-managed product with one variant. */
+export const catalogProduct = (db: Db, sellerId: string, sku: string, title: string, price: string) =>
+  ops(db, 'product', 'create-catalog', '--seller', sellerId, '--sku', sku, '--title', title, '--price', price);

@@ -1,6 +1,6 @@
 import { buildSeller } from '../helpers/factories';
 import { call } from '../helpers/http';
-import { idemKey, ops, partnerClient, uniqueSku } from '../helpers/partner';
+import { idemKey, ops, partnerClient, uniqueSku, stockSet } from '../helpers/partner';
 import { startStack, Stack } from '../helpers/stack';
 import { run } from '../../src/cli/run';
 import { loadSettings } from '../../src/config';
@@ -167,19 +167,7 @@ describe('POST /inventory/adjustments: applying', () => {
   it('works on fractional levels: below zero only when the location’s level would go under 0', async () => {
     const s = await seller();
     const sku = await product(s, 0);
-    await ops(
-      stack.db,
-      'stock',
-      'set',
-      '--seller',
-      s.seller_id,
-      '--sku',
-      sku,
-      '--location',
-      s.locations[0].id,
-      '--level',
-      '2.5',
-    );
+    await stockSet(stack.db, s.seller_id, sku, s.locations[0].id, '2.5');
     const over = await s.api.adjust(adjustment([{ external_sku: sku, delta: -3 }]));
     expect(over.status).toBe(422);
     const ok = await s.api.adjust(adjustment([{ external_sku: sku, delta: -2 }]));

@@ -2,7 +2,7 @@ import { bulkUpsertProducts } from '../../src/partner/bulk-upsert';
 import { BULK_PRODUCT_ROWS } from '../../src/partner/schemas';
 import { buildSeller } from '../helpers/factories';
 import { call } from '../helpers/http';
-import { idemKey, ops, partnerClient, seedProducts, uniqueSku } from '../helpers/partner';
+import { idemKey, ops, partnerClient, seedProducts, uniqueSku, catalogProduct } from '../helpers/partner';
 import { startStack, Stack } from '../helpers/stack';
 
 /** POST /products/bulk: create and update by SKU, row results, check order, idempotency, rate limit. */
@@ -359,19 +359,7 @@ describe('POST /products/bulk: updating', () => {
   it('rejects an update of a catalog-managed product with catalog_product_locked and changes nothing', async () => {
     const s = await seller();
     const sku = uniqueSku();
-    await ops(
-      stack.db,
-      'product',
-      'create-catalog',
-      '--seller',
-      s.seller_id,
-      '--sku',
-      sku,
-      '--title',
-      'Galaxy',
-      '--price',
-      '500000',
-    );
+    await catalogProduct(stack.db, s.seller_id, sku, 'Galaxy', '500000');
     const res = await s.api.bulkProducts({ items: [{ external_sku: sku, title: 'My Galaxy' }] });
     expect(res.body.results).toEqual([
       { external_sku: sku, status: 'rejected', error: rowError('catalog_product_locked') },
@@ -453,19 +441,7 @@ describe('POST /products/bulk: batches', () => {
   it('answers a 50-row batch of mixed good and bad rows row by row, in request order', async () => {
     const s = await seller();
     const locked = uniqueSku('LOCKED');
-    await ops(
-      stack.db,
-      'product',
-      'create-catalog',
-      '--seller',
-      s.seller_id,
-      '--sku',
-      locked,
-      '--title',
-      'Cat',
-      '--price',
-      '1',
-    );
+    await catalogProduct(stack.db, s.seller_id, locked, 'Cat', '1');
     const existing = uniqueSku('EXISTING');
     await s.api.bulkProducts({ items: [{ external_sku: existing, title: 'Before', price_iqd: 1 }] });
 

@@ -2,7 +2,7 @@ import { bulkUpdateInventory } from '../../src/partner/inventory-bulk';
 import { BULK_INVENTORY_ROWS } from '../../src/partner/schemas';
 import { buildSeller } from '../helpers/factories';
 import { call } from '../helpers/http';
-import { idemKey, ops, partnerClient, seedProducts, uniqueSku } from '../helpers/partner';
+import { idemKey, ops, partnerClient, seedProducts, uniqueSku, stockSet } from '../helpers/partner';
 import { startStack, Stack } from '../helpers/stack';
 
 /** PATCH /inventory/bulk: absolute stock at the primary location and list prices, row by row. */
@@ -78,19 +78,7 @@ describe('PATCH /inventory/bulk: writing', () => {
   it('sets on_hand as the absolute level at the primary location only', async () => {
     const s = await seller({ locations: 2 });
     const sku = await product(s, { initial_stock: 4 });
-    await ops(
-      stack.db,
-      'stock',
-      'set',
-      '--seller',
-      s.seller_id,
-      '--sku',
-      sku,
-      '--location',
-      s.locations[1].id,
-      '--level',
-      '3',
-    );
+    await stockSet(stack.db, s.seller_id, sku, s.locations[1].id, '3');
     const res = await s.api.bulkInventory({ items: [{ external_sku: sku, on_hand: 10 }] });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ results: [accepted(sku)] });
@@ -476,19 +464,7 @@ describe('PATCH /inventory/bulk: idempotency', () => {
     const first = await s.api.bulkInventory(body, key);
     expect(first.status).toBe(500);
     expect(first.body.error.code).toBe('internal_error');
-    await ops(
-      stack.db,
-      'stock',
-      'set',
-      '--seller',
-      s.seller_id,
-      '--sku',
-      sku,
-      '--location',
-      s.locations[0].id,
-      '--level',
-      '1',
-    );
+    await stockSet(stack.db, s.seller_id, sku, s.locations[0].id, '1');
     const replay = await s.api.bulkInventory(body, key);
     expect(replay.status).toBe(500);
     expect(replay.headers.get('idempotent-replayed')).toBe('true');

@@ -1,7 +1,16 @@
 import { encodeCursor } from '../../src/http/cursor';
 import { buildSeller } from '../helpers/factories';
 import { call } from '../helpers/http';
-import { ops, pageAll, partnerClient, PartnerClient, seedProducts, uniqueSku } from '../helpers/partner';
+import {
+  ops,
+  pageAll,
+  partnerClient,
+  PartnerClient,
+  seedProducts,
+  uniqueSku,
+  stockSet,
+  catalogProduct,
+} from '../helpers/partner';
 import { startStack, Stack } from '../helpers/stack';
 
 /** GET /products and GET /products/{sku}: the catalog as the seller's ERP reads it. */
@@ -88,32 +97,8 @@ describe('GET /products', () => {
     const s = await seller({ locations: 2 });
     const sku = uniqueSku();
     await createViaApi(s.api, { external_sku: sku, title: 'Rice 1 kg', price_iqd: 2000 });
-    await ops(
-      stack.db,
-      'stock',
-      'set',
-      '--seller',
-      s.seller_id,
-      '--sku',
-      sku,
-      '--location',
-      s.locations[0].id,
-      '--level',
-      '2.5',
-    );
-    await ops(
-      stack.db,
-      'stock',
-      'set',
-      '--seller',
-      s.seller_id,
-      '--sku',
-      sku,
-      '--location',
-      s.locations[1].id,
-      '--level',
-      '1.5',
-    );
+    await stockSet(stack.db, s.seller_id, sku, s.locations[0].id, '2.5');
+    await stockSet(stack.db, s.seller_id, sku, s.locations[1].id, '1.5');
     const res = await s.api.get(`/products/${sku}`);
     expect(res.body.variants[0].stocked_quantity).toBe(5); // round(2.5) + round(1.5), not round(4.0)
   });
@@ -379,19 +364,7 @@ describe('GET /products/{sku}', () => {
   it('shows a catalog-managed product as catalog_managed', async () => {
     const s = await seller();
     const sku = uniqueSku();
-    await ops(
-      stack.db,
-      'product',
-      'create-catalog',
-      '--seller',
-      s.seller_id,
-      '--sku',
-      sku,
-      '--title',
-      'iPhone',
-      '--price',
-      '900000',
-    );
+    await catalogProduct(stack.db, s.seller_id, sku, 'iPhone', '900000');
     const res = await s.api.get(`/products/${sku}`);
     expect(res.body).toMatchObject({ catalog_managed: true, status: 'published' });
   });
