@@ -94,6 +94,24 @@ describe('Checkout request ids', () => {
     expect(res.body.error.request_id).toBe(id);
   });
 
+  it('echoes the request id on the public routes too, on success and on errors', async () => {
+    const m = await buildMerchant(stack.db);
+    const headers = { 'x-request-id': 'hosted-page-0001' };
+    const ok = await call(probe.baseUrl, 'GET', '/v1/public/probe', { key: m.publishableKey, headers });
+    expect(ok.headers.get('x-request-id')).toBe('hosted-page-0001');
+    const missing = await call(probe.baseUrl, 'GET', '/v1/public/sessions/NOSUCHCODE1', {
+      key: m.publishableKey,
+      headers,
+    });
+    expect(missing.status).toBe(404);
+    expect(missing.headers.get('x-request-id')).toBe('hosted-page-0001');
+    expect(missing.body.error).toMatchObject({
+      code: 'session_not_found',
+      details: [],
+      request_id: 'hosted-page-0001',
+    });
+  });
+
   it('accepts 8 and 64 characters', async () => {
     for (const sent of ['a'.repeat(8), 'b'.repeat(64)]) {
       expect((await methods(undefined, { 'x-request-id': sent })).headers.get('x-request-id')).toBe(sent);

@@ -113,6 +113,24 @@ describe('Partner keys', () => {
     expect(res.body.error.code).toBe('invalid_api_key');
   });
 
+  it('refuses a shopper customer token, as a bearer or in its own header', async () => {
+    const token = `ctok_${'a'.repeat(16)}_${'b'.repeat(32)}`;
+    for (const headers of [{ authorization: `Bearer ${token}` }, { 'x-svc-customer-token': token }]) {
+      const res = await get(undefined, headers);
+      expect(res.status).toBe(401);
+      expect(res.body.error.code).toBe('invalid_api_key');
+    }
+  });
+
+  it('reads no header but Authorization: a valid key elsewhere is no key', async () => {
+    const seller = await buildSeller(stack.db);
+    for (const name of ['x-api-key', 'api-key', 'x-authorization']) {
+      const res = await get(undefined, { [name]: seller.key });
+      expect(res.status).toBe(401);
+      expect(res.body.error.code).toBe('invalid_api_key');
+    }
+  });
+
   it('refuses an unknown key id and a wrong secret alike', async () => {
     const seller = await buildSeller(stack.db);
     const unknown = `svc_sk_test_${'Z'.repeat(12)}_${seller.key.slice(-32)}`;
