@@ -115,7 +115,11 @@ describe('Partner keys', () => {
 
   it('refuses a shopper customer token, as a bearer or in its own header', async () => {
     const token = `ctok_${'a'.repeat(16)}_${'b'.repeat(32)}`;
-    for (const headers of [{ authorization: `Bearer ${token}` }, { 'x-svc-customer-token': token }]) {
+    const sent: Array<Record<string, string>> = [
+      { authorization: `Bearer ${token}` },
+      { 'x-svc-customer-token': token },
+    ];
+    for (const headers of sent) {
       const res = await get(undefined, headers);
       expect(res.status).toBe(401);
       expect(res.body.error.code).toBe('invalid_api_key');
