@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isStorableText } from '../lib/text';
 import { eventTypes } from './events';
 import { lineItemTypes } from './money';
 import { normalisePhone } from './phone';
@@ -11,16 +12,12 @@ export const listLimit = z.coerce
   .max(100, 'limit must be an integer from 1 to 100')
   .default(20);
 
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-
-/** Postgres text and jsonb hold neither U+0000 nor a lone surrogate: such input is refused, never a 500. */
-export const storable = (s: string): boolean => !s.includes('\u0000') && !LONE_SURROGATE.test(s);
 const STORABLE = 'Must be valid Unicode text without U+0000';
 
 /** A string of `min` to `max` characters that Postgres can store. */
-const text = (min: number, max: number) => z.string().min(min).max(max).refine(storable, STORABLE);
+const text = (min: number, max: number) => z.string().min(min).max(max).refine(isStorableText, STORABLE);
 
-const singleQueryValue = z.string({ message: 'must be given once' }).refine(storable, STORABLE);
+const singleQueryValue = z.string({ message: 'must be given once' }).refine(isStorableText, STORABLE);
 
 export const currencyCode = z.string().regex(/^[A-Z]{3}$/, 'Must be a three-letter upper-case ISO 4217 code');
 
@@ -50,58 +47,30 @@ export const lineItemIn = z.strictObject({
   type: z.enum(lineItemTypes),
 });
 
-/** True when `value` has, at any depth, an object key Postgres cannot hold (iterative: bodies may nest deeply). */
-function hasUnstorableKey(value: unknown): boolean {
-  const pending: unknown[] = [value];
-  while (pending.length > 0) {
-    const v = pending.pop();
-    if (Array.isArray(v)) pending.push(...v);
-    else if (typeof v === 'object' && v !== null) {
-      for (const [key, inner] of Object.entries(v)) {
-        if (!storable(key)) return true;
-        pending.push(inner);
-      }
-    }
-  }
-  return false;
-}
-
-/**
- * Refuses such a body as a whole before `schema` runs: its details would name the key, and a
- * response Postgres cannot hold cannot be stored for idempotent replay (it would become a 500).
- */
-const withStorableKeys = <T extends z.ZodType>(schema: T) =>
-  z.preprocess((value, ctx) => {
-    if (hasUnstorableKey(value)) ctx.addIssue({ code: 'custom', message: `Keys: ${STORABLE}`, input: value });
-    return value;
-  }, schema);
-
-export const sessionIn = withStorableKeys(
-  z.strictObject({
-    reference_id: text(1, 128),
-    amount: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER),
-    currency: currencyCode,
-    line_items: z.array(lineItemIn).min(1).max(100),
-    payment_method_types: z.array(text(1, 64)).min(1).max(20).optional(),
-    customer: z.strictObject({ phone: phone.optional(), name: text(1, 120).optional() }).optional(),
-    collect: z
-      .strictObject({
-        phone: collectValue.optional(),
-        name: collectValue.optional(),
-        shipping_address: collectValue.optional(),
-      })
-      .optional(),
-    presentment: z.strictObject({ currency: currencyCode }).optional(),
-    locale: z.enum(['ar', 'ku', 'en']).optional(),
-    success_url: httpsUrl,
-    cancel_url: httpsUrl.optional(),
-    expires_at: z.iso.datetime({ offset: true, message: 'Must be an ISO 8601 date-time with a zone' }).optional(),
-    metadata: z
-      .record(z.string().min(1).max(40), text(0, 500))
-      .refine((m) => Object.keys(m).length <= 50, 'At most 50 keys')
-      .optional(),
-  }),
-);
+export const sessionIn = z.strictObject({
+  reference_id: text(1, 128),
+  amount: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER),
+  currency: currencyCode,
+  line_items: z.array(lineItemIn).min(1).max(100),
+  payment_method_types: z.array(text(1, 64)).min(1).max(20).optional(),
+  customer: z.strictObject({ phone: phone.optional(), name: text(1, 120).optional() }).optional(),
+  collect: z
+    .strictObject({
+      phone: collectValue.optional(),
+      name: collectValue.optional(),
+      shipping_address: collectValue.optional(),
+    })
+    .optional(),
+  presentment: z.strictObject({ currency: currencyCode }).optional(),
+  locale: z.enum(['ar', 'ku', 'en']).optional(),
+  success_url: httpsUrl,
+  cancel_url: httpsUrl.optional(),
+  expires_at: z.iso.datetime({ offset: true, message: 'Must be an ISO 8601 date-time with a zone' }).optional(),
+  metadata: z
+    .record(text(1, 40), text(0, 500))
+    .refine((m) => Object.keys(m).length <= 50, 'At most 50 keys')
+    .optional(),
+});
 export type SessionIn = z.infer<typeof sessionIn>;
 
 export const sessionStatuses = ['open', 'processing', 'completed', 'expired', 'canceled'] as const;
@@ -162,18 +131,14 @@ export type AttemptIn = z.infer<typeof attemptIn>;
 export const testGatewayDecisions = ['succeeded', 'failed', 'canceled', 'slow'] as const;
 export const decisionIn = z.strictObject({ decision: z.enum(testGatewayDecisions) });
 
-const metadataIn = z
-  .record(z.string().min(1).max(40), text(0, 500))
-  .refine((m) => Object.keys(m).length <= 50, 'At most 50 keys');
+const metadataIn = z.record(text(1, 40), text(0, 500)).refine((m) => Object.keys(m).length <= 50, 'At most 50 keys');
 
-export const refundIn = withStorableKeys(
-  z.strictObject({
-    session_id: text(1, 100),
-    amount: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER),
-    reason: text(1, 500).optional(),
-    metadata: metadataIn.optional(),
-  }),
-);
+export const refundIn = z.strictObject({
+  session_id: text(1, 100),
+  amount: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER),
+  reason: text(1, 500).optional(),
+  metadata: metadataIn.optional(),
+});
 export type RefundIn = z.infer<typeof refundIn>;
 
 export const refundListQuery = z.strictObject({

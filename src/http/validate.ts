@@ -1,18 +1,11 @@
 import type { Middleware, ParameterizedContext } from 'koa';
 import { z, ZodError } from 'zod';
+import { storableText } from '../lib/text';
 import { ApiError, ErrorDetail } from './errors';
 
 /** Dotted path of a zod issue (`line_items.0.amount`), or `(body)` for the whole body. */
 function dotted(path: ReadonlyArray<PropertyKey>): string {
   return path.length === 0 ? '(body)' : path.map((p) => storableText(String(p))).join('.');
-}
-
-/**
- * Text safe to echo into a response that may be stored (Postgres jsonb refuses U+0000 and lone
- * surrogates): those become U+FFFD. Request keys reach responses only through details.
- */
-export function storableText(text: string): string {
-  return text.replace(/\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, '\ufffd');
 }
 
 /** One detail per problem; an unknown-keys issue becomes one detail per unknown key. */

@@ -1,8 +1,9 @@
+import { isStorableText } from '../lib/text';
 import type { Db } from '../db/knex';
 import { ApiError, ErrorDetail } from '../http/errors';
 import { newId } from '../lib/ids';
 import { log } from '../lib/log';
-import { isObject, storable } from './rows';
+import { isObject } from './rows';
 
 export const adjustmentCategories = ['damaged', 'external_sale', 'correction', 'received'] as const;
 export type AdjustmentCategory = (typeof adjustmentCategories)[number];
@@ -30,7 +31,7 @@ const MAX_ABS_DELTA = 2_147_483_647;
 /** `missing` when absent, null or blank; `invalid` when present but not a usable string; null when fine. */
 function textIssue(value: unknown): 'missing' | 'invalid' | null {
   if (value === undefined || value === null || (typeof value === 'string' && value.trim() === '')) return 'missing';
-  return typeof value === 'string' && storable(value) ? null : 'invalid';
+  return typeof value === 'string' && isStorableText(value) ? null : 'invalid';
 }
 
 /** Validates the whole body, listing every problem; throws `400 validation_error` when there are any. */

@@ -1,19 +1,10 @@
+import { isStorableText } from '../lib/text';
 import type { Db } from '../db/knex';
 import { newId } from '../lib/ids';
 import { log } from '../lib/log';
 import { defaultVariantOptions } from '../ops/products';
 import { productHandle } from '../ops/handles';
-import {
-  accepted,
-  isObject,
-  isWholeNumber,
-  mapLimited,
-  rejected,
-  rowSku,
-  RowResult,
-  SKU_REQUIRED,
-  storable,
-} from './rows';
+import { accepted, isObject, isWholeNumber, mapLimited, rejected, rowSku, RowResult, SKU_REQUIRED } from './rows';
 
 /** Rows of one bulk request that write at once (each in its own transaction). */
 const ROW_CONCURRENCY = 4;
@@ -55,7 +46,7 @@ function readRow(raw: unknown): UpsertRow | RowResult {
   if (typeof raw.description === 'string') row.description = raw.description;
   if (Array.isArray(raw.category_ids) && raw.category_ids.every((c) => typeof c === 'string')) {
     // Messages name unknown categories, so an id Postgres cannot hold is refused without echoing it.
-    if (!raw.category_ids.every(storable)) {
+    if (!raw.category_ids.every(isStorableText)) {
       return rejected(sku, 'validation_error', 'category_ids must be valid Unicode without U+0000.');
     }
     row.categoryIds = [...new Set(raw.category_ids as string[])];
@@ -65,7 +56,7 @@ function readRow(raw: unknown): UpsertRow | RowResult {
     ['title', row.title],
     ['description', row.description],
   ] as const) {
-    if (value !== undefined && !storable(value))
+    if (value !== undefined && !isStorableText(value))
       return rejected(sku, 'validation_error', `${field} must be valid Unicode without U+0000.`);
   }
   return row;

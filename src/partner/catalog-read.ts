@@ -1,5 +1,5 @@
+import { isStorableText } from '../lib/text';
 import type { Db } from '../db/knex';
-import { storable } from './rows';
 
 export interface ProductRow {
   id: string;
@@ -103,7 +103,7 @@ export async function listProducts(
   sellerId: string,
   opts: { status?: string; afterId?: string; limit: number },
 ): Promise<{ rows: ProductWithParts[]; hasMore: boolean }> {
-  if (opts.status !== undefined && !storable(opts.status)) return { rows: [], hasMore: false };
+  if (opts.status !== undefined && !isStorableText(opts.status)) return { rows: [], hasMore: false };
   const query = db('products')
     .where({ seller_id: sellerId })
     .orderBy('id', 'desc')
@@ -118,7 +118,7 @@ export async function listProducts(
 
 /** The first (oldest) of the seller's products carrying a variant with `sku`, whole. */
 export async function findProductBySku(db: Db, sellerId: string, sku: string): Promise<ProductWithParts | null> {
-  if (!storable(sku)) return null;
+  if (!isStorableText(sku)) return null;
   const product: ProductRow | undefined = await db('products')
     .where('products.seller_id', sellerId)
     .whereExists(

@@ -1,5 +1,5 @@
+import { isStorableText } from '../lib/text';
 import type { Db } from '../db/knex';
-import { storable } from './rows';
 
 /** Where a page of orders ends: the last row's settlement created_at and order id. */
 export interface OrdersKey {
@@ -60,7 +60,7 @@ export async function listOrders(db: Db, sellerId: string, opts: { since?: Date;
 
 /** The seller's order with items, shipping address and settlement; null for none or another seller's. */
 export async function getOrder(db: Db, sellerId: string, orderId: string) {
-  if (!storable(orderId)) return null;
+  if (!isStorableText(orderId)) return null;
   const row = await db('orders as o')
     .join('settlements as s', 's.order_id', 'o.id')
     .where({ 'o.id': orderId, 'o.seller_id': sellerId, 's.seller_id': sellerId })

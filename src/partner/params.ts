@@ -1,8 +1,8 @@
+import { isStorableText } from '../lib/text';
 import type { ParsedUrlQuery } from 'node:querystring';
 import { decodeCursor, encodeCursor } from '../http/cursor';
 import { ApiError } from '../http/errors';
 import type { OrdersKey } from './orders';
-import { storable } from './rows';
 import { parseRfc3339 } from './since';
 
 /** `limit` the Partner way: a non-positive-integer value is ignored (default), a larger one capped. */
@@ -24,7 +24,7 @@ function partnerCursor(query: ParsedUrlQuery, list: string): Array<string | numb
   return decodeCursor(list, raw, invalidCursor);
 }
 
-const isId = (v: unknown): v is string => typeof v === 'string' && v !== '' && storable(v);
+const isId = (v: unknown): v is string => typeof v === 'string' && v !== '' && isStorableText(v);
 
 /** `GET /products` pages by product id: the last id of the previous page, or null for the first page. */
 export function productsCursor(query: ParsedUrlQuery): string | null {

@@ -1,3 +1,4 @@
+import { isStorableText } from '../lib/text';
 /** One entry of a bulk route's `results`. */
 export interface RowResult {
   external_sku: string | null;
@@ -21,17 +22,9 @@ export const rejected = (sku: string | null, code: string, message: string): Row
 export const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-
-/**
- * Postgres text and jsonb hold neither U+0000 nor a lone UTF-16 surrogate, so such a value can
- * match nothing stored and must reach neither a query nor a stored (idempotent) response.
- */
-export const storable = (s: string): boolean => !s.includes('\u0000') && !LONE_SURROGATE.test(s);
-
 /** The row's SKU when it is a non-blank string Postgres can hold, else null (the result then shows null). */
 export const rowSku = (row: Record<string, unknown>): string | null =>
-  typeof row.external_sku === 'string' && row.external_sku.trim() !== '' && storable(row.external_sku)
+  typeof row.external_sku === 'string' && row.external_sku.trim() !== '' && isStorableText(row.external_sku)
     ? row.external_sku
     : null;
 

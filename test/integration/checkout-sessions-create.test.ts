@@ -244,15 +244,25 @@ describe('strict bodies', () => {
       ].sort(),
     );
   });
-  it('refuses a body with an object key Postgres cannot hold as a whole, with 400 validation_error', async () => {
-    for (const body of [
-      sessionBody({ 'x\u0000': 1 }),
-      sessionBody({ metadata: { 'k\u0000': 'v' } }),
-      sessionBody({ line_items: [{ label: 'A', amount: 46000, type: 'charge', 'q\ud800': 1 }] }),
-    ]) {
-      expectError(await create(merchant.secretKey, body), 400, 'validation_error', [
-        { field: '(body)', issue: 'Keys: Must be valid Unicode text without U+0000' },
-      ]);
+  it('refuses an object key Postgres cannot hold with 400 validation_error naming it (U+FFFD in its place), stored and replayed', async () => {
+    const cases: Array<[Record<string, unknown>, string, string]> = [
+      [sessionBody({ 'x\u0000': 1 }), 'x\ufffd', 'Unrecognized key'],
+      [sessionBody({ metadata: { 'k\u0000': 'v' } }), 'metadata.k\ufffd', 'Invalid key in record'],
+      [
+        sessionBody({ line_items: [{ label: 'A', amount: 46000, type: 'charge', 'q\ud800': 1 }] }),
+        'line_items.0.q\ufffd',
+        'Unrecognized key',
+      ],
+    ];
+    for (const [body, field, issue] of cases) {
+      const idempotencyKey = `idem_${randomString(16)}`;
+      const send = () =>
+        call(stack.baseUrl, 'POST', '/v1/checkout/sessions', { key: merchant.secretKey, body, idempotencyKey });
+      const first = await send();
+      expectError(first, 400, 'validation_error', [{ field, issue }]);
+      const replay = await send();
+      expect(replay.headers.get('idempotent-replayed')).toBe('true');
+      expect(replay.body).toEqual(first.body);
     }
   });
 });
