@@ -1,15 +1,9 @@
+import type { Address } from '../checkout/sessions/session-row';
 import type { MerchantBrand } from './templates/layout';
 
 /** The shapes of the public routes' answers the hosted pages read (spec: "Public session", attempt poll). */
 
-export interface Address {
-  governorate: string;
-  city: string;
-  line: string;
-  landmark: string | null;
-  country: string;
-  geo: { lat: number | null; lng: number | null } | null;
-}
+export type { Address };
 
 export type Collect = 'required' | 'optional' | 'none';
 

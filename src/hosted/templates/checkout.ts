@@ -131,29 +131,8 @@ function addressFields(lang: Lang, collect: Collect, address: Address | null): H
         (g) => html`<option value="${g.en}" ${a?.governorate === g.en ? html`selected` : ''}>${g[lang]}</option>`,
       )}
     </select>
-    ${fieldError('governorate')}
-    <label for="city">${t(lang, 'city_label')}</label>
-    <input
-      id="city"
-      name="city"
-      autocomplete="address-level2"
-      maxlength="100"
-      value="${a?.city ?? ''}"
-      aria-describedby="city-error"
-      ${req}
-    />
-    ${fieldError('city')}
-    <label for="line">${t(lang, 'line_label')}</label>
-    <input
-      id="line"
-      name="line"
-      autocomplete="street-address"
-      maxlength="300"
-      value="${a?.line ?? ''}"
-      aria-describedby="line-error"
-      ${req}
-    />
-    ${fieldError('line')}
+    ${fieldError('governorate')} ${addressLine(lang, 'city', 'city_label', 'address-level2', 100, a?.city, req)}
+    ${addressLine(lang, 'line', 'line_label', 'street-address', 300, a?.line, req)}
     <label for="landmark">${t(lang, 'landmark_label')} <span class="optional">${t(lang, 'optional')}</span></label>
     <input id="landmark" name="landmark" maxlength="300" value="${a?.landmark ?? ''}" />
   </fieldset>`;
@@ -264,4 +243,27 @@ export function checkoutContent(view: CheckoutView): Html {
       </form>
     </div>
     <p class="footer-note">${t(lang, 'secure_footer', { merchant: s.merchant.display_name })}</p>`;
+}
+
+/** A labelled text input of the address with its error slot. */
+function addressLine(
+  lang: Lang,
+  name: 'city' | 'line',
+  label: MessageKey,
+  autocomplete: string,
+  maxlength: number,
+  value: string | undefined,
+  req: Html | string,
+): Html {
+  return html`<label for="${name}">${t(lang, label)}</label>
+    <input
+      id="${name}"
+      name="${name}"
+      autocomplete="${autocomplete}"
+      maxlength="${maxlength}"
+      value="${value ?? ''}"
+      aria-describedby="${name}-error"
+      ${req}
+    />
+    ${fieldError(name)}`;
 }
