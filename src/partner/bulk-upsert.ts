@@ -1,10 +1,11 @@
+import { mapLimited } from '../lib/concurrency';
 import { isStorableText } from '../lib/text';
 import type { Db } from '../db/knex';
 import { newId } from '../lib/ids';
 import { log } from '../lib/log';
 import { defaultVariantOptions } from '../ops/products';
 import { productHandle } from '../ops/handles';
-import { accepted, isObject, isWholeNumber, mapLimited, rejected, rowSku, RowResult, SKU_REQUIRED } from './rows';
+import { accepted, isObject, isWholeNumber, rejected, rowSku, RowResult, SKU_REQUIRED } from './rows';
 
 /** Rows of one bulk request that write at once (each in its own transaction). */
 const ROW_CONCURRENCY = 4;

@@ -32,21 +32,3 @@ export const rowSku = (row: Record<string, unknown>): string | null =>
 export const SKU_REQUIRED = 'external_sku is required: a non-blank string of valid Unicode without U+0000.';
 
 export const isWholeNumber = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
-
-/** Runs `work` over `items` with at most `limit` in flight, keeping results in input order. */
-export async function mapLimited<T, R>(
-  items: T[],
-  limit: number,
-  work: (item: T, index: number) => Promise<R>,
-): Promise<R[]> {
-  const out = new Array<R>(items.length);
-  let next = 0;
-  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await work(items[i], i);
-    }
-  });
-  await Promise.all(lanes);
-  return out;
-}

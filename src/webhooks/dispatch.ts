@@ -51,15 +51,6 @@ export async function endpointsFor(
   return out;
 }
 
-/** Runs `work` over `items` with at most `limit` at a time. */
-export async function inParallel<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>) {
-  let next = 0;
-  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) await work(items[next++]);
-  });
-  await Promise.all(lanes);
-}
-
 /**
  * Hands deliveries to an endpoint's workflow (workflow id = endpoint id), starting it if needed.
  * Idempotent: the workflow ignores an event and generation it already has.

@@ -1,8 +1,9 @@
+import { mapLimited } from '../lib/concurrency';
 import type { Client } from '@temporalio/client';
 import { EVENTS_CHANNEL } from '../checkout/events';
 import type { Db } from '../db/knex';
 import { type NotifiedLoop, startNotifiedLoop } from '../db/notified-loop';
-import { DispatchableEvent, endpointsFor, inParallel, signalDelivery } from './dispatch';
+import { DispatchableEvent, endpointsFor, signalDelivery } from './dispatch';
 
 export interface DispatcherDeps {
   db: Db;
@@ -60,7 +61,7 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
           ids.push(e.id);
         }
       }
-      await inParallel([...perEndpoint], concurrency, ([endpointId, eventIds]) =>
+      await mapLimited([...perEndpoint], concurrency, ([endpointId, eventIds]) =>
         signalDelivery(deps.temporal, deps.taskQueue, endpointId, { eventIds, generation: 0 }),
       );
       await trx('events')

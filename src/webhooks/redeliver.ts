@@ -1,7 +1,8 @@
+import { mapLimited } from '../lib/concurrency';
 import { getEvent } from '../checkout/events';
 import { ApiError } from '../http/errors';
 import type { MerchantScope, WebhookDeps } from './deps';
-import { DispatchableEvent, endpointsFor, inParallel, signalDelivery } from './dispatch';
+import { DispatchableEvent, endpointsFor, signalDelivery } from './dispatch';
 
 /**
  * `POST /events/{id}/redeliver`: queues the event again to every enabled endpoint subscribed to it,
@@ -15,7 +16,7 @@ export async function redeliverEvent(deps: WebhookDeps, scope: MerchantScope, ev
   if (endpointIds.length === 0) return 0;
   const { rows } = await deps.db.raw(`SELECT nextval('webhook_delivery_generations') AS generation`);
   const generation = Number(rows[0].generation);
-  await inParallel(endpointIds, 8, (endpointId) =>
+  await mapLimited(endpointIds, 8, (endpointId) =>
     signalDelivery(deps.temporal, deps.taskQueue, endpointId, { eventIds: [eventId], generation }),
   );
   return endpointIds.length;

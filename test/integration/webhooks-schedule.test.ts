@@ -1,5 +1,6 @@
+import { mapLimited } from '../../src/lib/concurrency';
 import { newId, randomString } from '../../src/lib/ids';
-import { inParallel, signalDelivery } from '../../src/webhooks/dispatch';
+import { signalDelivery } from '../../src/webhooks/dispatch';
 import { deliveryWorkflow } from '../../workflows/delivery';
 import { DISABLE_AFTER_FAILING_MS, MAX_ATTEMPTS, retryDelaysMs } from '../../src/webhooks/schedule';
 import { buildMerchant } from '../helpers/factories';
@@ -227,7 +228,7 @@ it('continues as new before its history grows large and keeps thousands of pendi
     args: [{ endpointId: endpoint.id, historyLimit: 1000 }],
   });
   const firstRun = handle.firstExecutionRunId;
-  await inParallel(ids, 16, (eventId) =>
+  await mapLimited(ids, 16, (eventId) =>
     signalDelivery(stack.env.client, stack.taskQueue, endpoint.id, { eventIds: [eventId], generation: 0 }),
   );
 
