@@ -22,10 +22,3 @@ export function intInRange(value: number, field: string, min: number, max: numbe
   }
   return value;
 }
-
-/** A timestamp column (Date from pg) as ISO 8601 UTC with milliseconds; null stays null. */
-export function iso(value: Date): string;
-export function iso(value: Date | null): string | null;
-export function iso(value: Date | null): string | null {
-  return value === null ? null : new Date(value).toISOString();
-}

@@ -1,5 +1,5 @@
 import type { Db } from '../db/knex';
-import { iso } from './checks';
+import { iso } from '../lib/time';
 import { OpsError } from './errors';
 
 const CURRENCY_PATTERN = /^[A-Z]{3}$/;

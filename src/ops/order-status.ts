@@ -1,5 +1,6 @@
 import type { Db } from '../db/knex';
-import { iso, nonBlank } from './checks';
+import { nonBlank } from './checks';
+import { iso } from '../lib/time';
 import { OpsError } from './errors';
 
 export const orderStatuses = ['pending', 'accepted', 'shipped', 'delivered', 'cancelled', 'returned'] as const;

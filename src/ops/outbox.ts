@@ -1,5 +1,6 @@
 import type { Db } from '../db/knex';
-import { intInRange, iso } from './checks';
+import { intInRange } from './checks';
+import { iso } from '../lib/time';
 import { OpsError } from './errors';
 
 export interface OutboxMessageOut {

@@ -1,3 +1,4 @@
+import { iso } from '../lib/time';
 import { isStorableText } from '../lib/text';
 import type { Db } from '../db/knex';
 
@@ -6,8 +7,6 @@ export interface OrdersKey {
   placedAt: Date;
   id: string;
 }
-
-const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
 
 interface SummaryRow {
   id: string;

@@ -1,6 +1,5 @@
+import { iso } from '../lib/time';
 import type { ProductWithParts, VariantRow } from './catalog-read';
-
-const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
 
 /** Variant as the Partner API shows it. */
 export function variantOut(v: VariantRow) {

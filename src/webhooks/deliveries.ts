@@ -1,3 +1,4 @@
+import { iso } from '../lib/time';
 import type { Db } from '../db/knex';
 
 /** An `event_deliveries` row: one attempt (or one cancelled attempt) of one event to one endpoint. */
@@ -12,8 +13,6 @@ export interface DeliveryRow {
   next_retry_at: Date | null;
   created_at: Date;
 }
-
-const iso = (d: Date | null) => (d === null ? null : new Date(d).toISOString());
 
 /** A delivery as the event read shows it. */
 export function deliveryOut(row: DeliveryRow) {

@@ -1,3 +1,4 @@
+import { iso } from '../../lib/time';
 import type { KeyMode } from '../../keys/keys';
 import type { LineItem } from '../money';
 
@@ -40,8 +41,6 @@ export interface SessionRow {
   created_at: Date;
   updated_at: Date;
 }
-
-const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
 
 /** The Checkout session object; `publicBaseUrl` makes the hosted page `url`. */
 export function sessionOut(row: SessionRow, publicBaseUrl: string) {
