@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { defaultTaskQueue } from './temporal/names';
 
 const LOOPBACK_HOST = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/;
 
@@ -11,7 +12,7 @@ const settingsSchema = z.object({
   DATA_DIR: z.string().min(1).default('.data'),
   TEMPORAL_ADDRESS: z.string().min(1).optional(),
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
-  TEMPORAL_TASK_QUEUE: z.string().min(1).default('svc-main'),
+  TEMPORAL_TASK_QUEUE: z.string().min(1).default(defaultTaskQueue),
   TEMPORAL_TLS_CERT_PATH: z.string().min(1).optional(),
   TEMPORAL_TLS_KEY_PATH: z.string().min(1).optional(),
   TEMPORAL_API_KEY: z.string().min(1).optional(),

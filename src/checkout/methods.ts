@@ -65,8 +65,6 @@ export const methodCatalog: readonly MethodDefinition[] = [
   },
 ];
 
-export const methodCodes = methodCatalog.map((m) => m.code);
-
 export function findMethod(code: string): MethodDefinition | undefined {
   return methodCatalog.find((m) => m.code === code);
 }

@@ -18,9 +18,6 @@ export const DISABLE_AFTER_FAILING_MS = 3 * DAY;
 /** After a rotation the previous secret keeps signing (a second `v1`) for this long. */
 export const ROTATION_OVERLAP_MS = DAY;
 
-/** Receivers reject a signature timestamp further than this from their clock. */
-export const SIGNATURE_TOLERANCE_SECONDS = 300;
-
 /** When attempt `attemptNo` (1-based) made at `attemptAtMs` failed, the time the next one is due; null after the last. */
 export function nextRetryAtMs(attemptNo: number, attemptAtMs: number): number | null {
   return attemptNo < MAX_ATTEMPTS ? attemptAtMs + retryDelaysMs[attemptNo - 1] : null;
