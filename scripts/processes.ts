@@ -53,6 +53,11 @@ export class Child {
     return this.ended === undefined;
   }
 
+  /** The operating system's process id (undefined if it could not be spawned). */
+  get pid(): number | undefined {
+    return this.proc.pid;
+  }
+
   /** Asks the child to stop, waits up to `graceMs`, then kills it. */
   async stop(graceMs = 20_000): Promise<ExitInfo> {
     if (!this.running) return this.exited;
@@ -64,6 +69,11 @@ export class Child {
     const info = await this.exited;
     clearTimeout(timer);
     return info;
+  }
+
+  /** Calls `listener` with each IPC message the child sends (spawned with an 'ipc' stdio entry). */
+  onMessage(listener: (message: unknown) => void): void {
+    this.proc.on('message', listener);
   }
 
   /** Sends `signal` to the child if it still runs. */

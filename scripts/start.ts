@@ -1,3 +1,4 @@
+import { lstatSync, readlinkSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { loadSettings, requireDatabaseUrl, type Settings } from '../src/config';
 import { createDb, migrateLatest, type Db } from '../src/db/knex';
@@ -140,15 +141,24 @@ function printDemo(demo: unknown): void {
   );
 }
 
-/** Starts a TypeScript entry point of the service with `env`. */
+/** Starts a TypeScript entry point of the service with `env`, with an IPC channel for its `ready` message. */
 function startService(name: string, entry: string, env: NodeJS.ProcessEnv): Child {
   const child = startChild(name, process.execPath, ['--import', 'tsx', entry], {
     cwd: repoRoot,
     env,
-    stdio: 'inherit',
+    stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
   });
   superviseChild(child);
   return child;
+}
+
+/** Resolves when `child` sends `ready` (the worker does once it polls its task queue). */
+function readyMessage(child: Child): () => Promise<boolean> {
+  let ready = false;
+  child.onMessage((message) => {
+    if (message === 'ready') ready = true;
+  });
+  return () => Promise.resolve(ready);
 }
 
 /** True when the API's health route answers 200. */
@@ -157,10 +167,11 @@ async function healthy(url: string): Promise<boolean> {
   return res.status === 200;
 }
 
-/** `path` relative to the repository when inside it, else absolute. */
+/** `path` relative to the repository when inside it, else absolute; a symlink with its target. */
 function displayPath(path: string): string {
   const rel = relative(repoRoot, path);
-  return rel.startsWith('..') ? path : rel;
+  const shown = rel.startsWith('..') ? path : rel;
+  return lstatSync(path, { throwIfNoEntry: false })?.isSymbolicLink() ? `${shown} -> ${readlinkSync(path)}` : shown;
 }
 
 /** The URL with any password replaced, safe to print. */
@@ -195,13 +206,14 @@ async function main(): Promise<void> {
   await prepareDatabase(runSettings, databaseUrl);
 
   const worker = startService('worker', 'src/main/worker.ts', env);
+  const workerReady = readyMessage(worker);
   const api = startService('API', 'src/main/api.ts', env);
   const probeHost = ['0.0.0.0', '::'].includes(settings.HOST) ? '127.0.0.1' : settings.HOST;
   const healthUrl = `http://${probeHost}:${settings.PORT}/partner/v1/health`;
-  await waitFor(`the API at ${healthUrl}`, () => healthy(healthUrl), {
-    timeoutMs: STARTUP_TIMEOUT_MS,
-    watched: [api, worker],
-  });
+  // Both before the banner, so that their start-up lines come before it and `ready` is last.
+  const watched = { timeoutMs: STARTUP_TIMEOUT_MS, watched: [api, worker] };
+  await waitFor(`the API at ${healthUrl}`, () => healthy(healthUrl), watched);
+  await waitFor('the worker to poll its task queue', workerReady, watched);
 
   const lines = [
     '',

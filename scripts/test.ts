@@ -1,8 +1,9 @@
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { startEmbeddedPg, type EmbeddedPg } from './embedded-pg';
+import { removeCluster, removeLeftoversOfDeadProcesses } from './postgres-home';
 import { freePort, repoRoot, startChild, stopAll, type Child } from './processes';
-import { findTestServer } from './toolchain';
+import { findTemporalCli, findTestServer } from './toolchain';
 
 /**
  * `npm test`: runs the checks below in order, all of them, against embedded Postgres unless
@@ -19,13 +20,15 @@ interface Check {
   summary?: () => string | undefined;
 }
 
-/** The checks, in order: types, lint, formatting, then the jest suites. */
+/** The checks, in order: the lockfile, types, lint, formatting, the replay of committed workflow histories, then the jest suites. */
 function checks(jestArgs: string[]): Check[] {
   const jestResults = join(repoRoot, '.data', `jest-results-${process.pid}.json`);
   return [
+    { name: 'lockfile', bin: 'tsx', args: [join('scripts', 'check-lockfile.ts')] },
     { name: 'typecheck', bin: 'tsc', args: ['--noEmit', '-p', '.'] },
     { name: 'lint', bin: 'eslint', args: ['--max-warnings', '0', '.'] },
     { name: 'format', bin: 'prettier', args: ['--check', '--log-level', 'warn', '.'] },
+    { name: 'replay', bin: 'tsx', args: [join('scripts', 'replay.ts')] },
     {
       name: 'jest',
       bin: 'jest',
@@ -76,35 +79,35 @@ async function runCheck(check: Check, env: NodeJS.ProcessEnv): Promise<number> {
   return code;
 }
 
-/** Starts a throwaway Postgres for this run in .data/test-pg-<pid>. */
+/** Starts a throwaway Postgres for this run in .data/test-pg-<pid>, first removing those of runs that were killed. */
 async function startTestPostgres(): Promise<{ pg: EmbeddedPg; dataDir: string }> {
-  const dataDir = join(repoRoot, '.data', `test-pg-${process.pid}`);
+  const dataRoot = join(repoRoot, '.data');
+  removeLeftoversOfDeadProcesses(dataRoot);
+  const dataDir = join(dataRoot, `test-pg-${process.pid}`);
   try {
     const pg = await startEmbeddedPg({ dataDir, port: await freePort(), durable: false, timeoutMs: PG_TIMEOUT_MS });
     return { pg, dataDir };
   } catch (err) {
     await stopAll();
-    removeDir(dataDir);
+    removeCluster(dataDir);
     throw err;
   }
-}
-
-/** Deletes a test cluster's data directory and log. */
-function removeDir(dataDir: string): void {
-  rmSync(dataDir, { recursive: true, force: true });
-  rmSync(`${dataDir}.log`, { force: true });
 }
 
 /** Stops the throwaway Postgres and deletes its data and log. */
 async function removeTestPostgres(testPg: { pg: EmbeddedPg; dataDir: string }): Promise<void> {
   await testPg.pg.stop();
-  removeDir(testPg.dataDir);
+  removeCluster(testPg.dataDir);
 }
 
 async function main(): Promise<number> {
   process.on('SIGINT', () => interrupt('SIGINT'));
   process.on('SIGTERM', () => interrupt('SIGTERM'));
-  const env: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_TEST_SERVER_PATH: findTestServer() };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    TEMPORAL_TEST_SERVER_PATH: findTestServer(),
+    TEMPORAL_CLI_PATH: findTemporalCli(),
+  };
   const testPg = env.DATABASE_URL ? undefined : await startTestPostgres();
   if (testPg) env.DATABASE_URL = testPg.pg.url('postgres');
   const summaries: string[] = [];

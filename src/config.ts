@@ -7,6 +7,15 @@ const LOOPBACK_HOST = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/;
 const settingsSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   HOST: z.string().min(1).default('0.0.0.0'),
+  /**
+   * Proxies in front of the API whose `X-Forwarded-For` entries are believed: `off` (the client IP
+   * is the connection's address) or the number of hops, 1–10 (the entry that many from the right).
+   */
+  TRUST_PROXY: z
+    .string()
+    .regex(/^(off|[0-9]|10)$/, 'must be off or a number of proxy hops from 0 to 10')
+    .transform((v) => (v === 'off' ? 0 : Number(v)))
+    .default(0),
   DATABASE_URL: z.string().url().optional(),
   DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
   DATA_DIR: z.string().min(1).default('.data'),
@@ -16,6 +25,8 @@ const settingsSchema = z.object({
   TEMPORAL_TLS_CERT_PATH: z.string().min(1).optional(),
   TEMPORAL_TLS_KEY_PATH: z.string().min(1).optional(),
   TEMPORAL_API_KEY: z.string().min(1).optional(),
+  /** The Temporal Web UI, for the links `ops workflow show` prints. */
+  TEMPORAL_UI_URL: z.string().url().default('http://localhost:8233'),
   PARTNER_ENVIRONMENT: z.enum(['sandbox', 'live']).default('sandbox'),
   PUBLIC_BASE_URL: z.string().url().optional(),
   WEBHOOK_ALLOWED_HOSTS: z
@@ -34,6 +45,21 @@ const settingsSchema = z.object({
     .optional(),
   /** A PEM file of extra certificate authorities webhook deliveries trust (a local receiver's self-signed cert). */
   WEBHOOK_EXTRA_CA_PATH: z.string().min(1).optional(),
+  /** Calling codes OTP codes may be sent to (comma-separated, `+` optional); the test phone always may. */
+  OTP_ALLOWED_COUNTRY_CODES: z
+    .string()
+    .transform((s) =>
+      s
+        .split(',')
+        .map((c) => c.trim().replace(/^\+/, ''))
+        .filter(Boolean),
+    )
+    .refine((codes) => codes.length > 0 && codes.every((c) => /^[1-9][0-9]{0,2}$/.test(c)), {
+      message: 'must be calling codes such as 964 or 964,971',
+    })
+    .default(['964']),
+  /** Webhook delivery activities this process runs at once (each sends up to 10 POSTs); 0: none (no webhook worker here). */
+  WEBHOOK_ACTIVITY_SLOTS: z.coerce.number().int().min(0).max(1000).default(20),
   TEST_PHONE: z
     .string()
     .regex(/^\+[1-9][0-9]{6,14}$/)

@@ -13,8 +13,11 @@ import { newRunEnvFile, RUN_ENV_VARIABLE, RunEnv } from './helpers/run-env';
 export default async function globalSetup(): Promise<void> {
   const adminUrl = process.env.DATABASE_URL;
   const testServerPath = process.env.TEMPORAL_TEST_SERVER_PATH;
-  if (!adminUrl || !testServerPath) {
-    throw new Error('Run the tests with `npm test`, which sets DATABASE_URL and TEMPORAL_TEST_SERVER_PATH.');
+  const temporalCliPath = process.env.TEMPORAL_CLI_PATH;
+  if (!adminUrl || !testServerPath || !temporalCliPath) {
+    throw new Error(
+      'Run the tests with `npm test`, which sets DATABASE_URL, TEMPORAL_TEST_SERVER_PATH and TEMPORAL_CLI_PATH.',
+    );
   }
   const databaseName = `svc_test_${Date.now()}_${randomString(6).toLowerCase()}`;
   const admin = new Client({ connectionString: adminUrl });
@@ -45,7 +48,7 @@ export default async function globalSetup(): Promise<void> {
   const workflowBundlePath = join(dirname(runEnvFile), `workflow-bundle-${databaseName}.js`);
   writeFileSync(workflowBundlePath, code);
 
-  const env: RunEnv = { databaseUrl, adminUrl, databaseName, workflowBundlePath, testServerPath };
+  const env: RunEnv = { databaseUrl, adminUrl, databaseName, workflowBundlePath, testServerPath, temporalCliPath };
   writeFileSync(runEnvFile, JSON.stringify(env));
   process.env[RUN_ENV_VARIABLE] = runEnvFile; // inherited by the test workers and read by teardown
 }

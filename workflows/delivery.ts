@@ -1,14 +1,27 @@
-import { condition, continueAsNew, proxyActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
+import {
+  condition,
+  continueAsNew,
+  makeContinueAsNewFunc,
+  patched,
+  proxyActivities,
+  setHandler,
+  sleep,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { DeliveryActivities } from '../activities/delivery';
 import type { AttemptResult } from '../src/webhooks/attempts';
 import {
   deliverSignal,
   DeliveryWorkflowInput,
   endpointDeletedSignal,
+  endpointDeliveryWorkflowType,
   PendingDelivery,
-} from '../src/webhooks/delivery-messages';
+  wakeSignal,
+} from '../src/temporal/delivery';
 import { DeliveryQueue } from '../src/webhooks/delivery-queue';
 import { DISABLE_AFTER_FAILING_MS } from '../src/webhooks/schedule';
+import type { endpointDeliveryWorkflow } from './delivery-endpoint';
+import { patches } from './patches';
 
 /** Attempts per activity (sent concurrently), and activities in flight at once: at most 20 POSTs per endpoint. */
 const BATCH_SIZE = 10;
@@ -18,6 +31,8 @@ const DEFAULT_HISTORY_LIMIT = 5000;
 /** Cancelled deliveries recorded per activity call. */
 const CANCEL_BATCH = 500;
 const RETRY_UNATTEMPTED_MS = 60_000;
+/** Pending deliveries moved into Postgres per activity call. */
+const ADOPT_CHUNK = 2000;
 
 const { deliverBatch, recordCancelledDeliveries, disableFailingEndpoint } = proxyActivities<DeliveryActivities>({
   startToCloseTimeout: '1 minute', // 10-second POSTs sent at once, a DNS lookup and two short transactions
@@ -27,7 +42,10 @@ const { deliverBatch, recordCancelledDeliveries, disableFailingEndpoint } = prox
 const keyOf = ({ eventId, generation, attemptNo }: PendingDelivery) => ({ eventId, generation, attemptNo });
 
 /**
- * One per webhook endpoint (workflow id = endpoint id): keeps the endpoint's pending deliveries as
+ * The previous delivery workflow type, registered until its runs are gone: a run that reaches new
+ * code (patch `delivery-queue-to-postgres`) lets its batches in flight finish, moves its queue into
+ * Postgres and continues as an `endpointDeliveryWorkflow`; runs replaying old histories keep the
+ * behaviour below. Before that patch, one per webhook endpoint (workflow id = endpoint id): keeps the endpoint's pending deliveries as
  * data, runs those due in batches, schedules each failure's retry from the recorded
  * `next_retry_at`, disables the endpoint after 3 days of continuous failure, and on deletion records
  * every scheduled retry as `endpoint_deleted` and stops. Continues as new, carrying its queue.
@@ -46,6 +64,10 @@ export async function deliveryWorkflow(input: DeliveryWorkflowInput): Promise<vo
   });
   setHandler(endpointDeletedSignal, () => {
     deleted = true;
+    woken = true;
+  });
+  // The new dispatcher's signal: wakes an old run so that it moves to Postgres.
+  setHandler(wakeSignal, () => {
     woken = true;
   });
 
@@ -87,6 +109,27 @@ export async function deliveryWorkflow(input: DeliveryWorkflowInput): Promise<vo
   };
 
   while (!deleted && !continueAsNewDue()) {
+    if (patched(patches.deliveryQueueToPostgres)) {
+      await condition(() => batchesInFlight === 0);
+      const { adoptPendingDeliveries } = proxyActivities<DeliveryActivities>({
+        startToCloseTimeout: '1 minute',
+        retry: { maximumInterval: '1 minute' },
+        summary: 'move pending deliveries into Postgres',
+      });
+      for (let pending = queue.drain(); pending.length > 0; pending = queue.drain()) {
+        for (let i = 0; i < pending.length; i += ADOPT_CHUNK) {
+          const chunk = pending.slice(i, i + ADOPT_CHUNK);
+          await adoptPendingDeliveries({
+            endpointId,
+            pending: chunk.map((d) => [d.eventId, d.generation, d.attemptNo, d.dueAtMs]),
+          });
+        }
+      }
+      const next = makeContinueAsNewFunc<typeof endpointDeliveryWorkflow>({
+        workflowType: endpointDeliveryWorkflowType,
+      });
+      return next({ endpointId, failingSinceMs, historyLimit: input.historyLimit });
+    }
     const now = Date.now();
     while (batchesInFlight < MAX_BATCHES_IN_FLIGHT) {
       const batch: PendingDelivery[] = [];

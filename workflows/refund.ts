@@ -1,15 +1,34 @@
-import { proxyActivities } from '@temporalio/workflow';
+import { patched, proxyActivities, setCurrentDetails } from '@temporalio/workflow';
 import type { RefundActivities } from '../activities/refunds';
-import type { RefundWorkflowInput } from '../src/temporal/session-messages';
+import type { RefundWorkflowInput } from '../src/temporal/refund';
+import { patches } from './patches';
 
+// A vendor outage is retried (the vendor call carries the refund id as its idempotency key, so a
+// retry after a timeout cannot refund twice); a refusal is an answer, settled as failed.
+const retry = { maximumInterval: '10 minutes' } as const;
 const { settleRefund } = proxyActivities<RefundActivities>({
   startToCloseTimeout: '1 minute',
-  // A vendor outage is retried (the vendor call carries the refund's id); a refusal settles it failed.
-  retry: { maximumInterval: '10 minutes' },
+  retry,
   summary: 'refund at the vendor and settle the refund',
 });
+const { refundAtVendor } = proxyActivities<RefundActivities>({
+  startToCloseTimeout: '1 minute',
+  retry,
+  summary: 'ask the vendor to refund (idempotency key: the refund id)',
+});
+const { recordRefundOutcome } = proxyActivities<RefundActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { maximumInterval: '1 minute' },
+  summary: "settle the refund with the vendor's answer",
+});
 
-/** One per refund (workflow id = refund id): settles the requested refund at the vendor. */
+/** One per refund (workflow id = refund id): refunds at the vendor, then settles the refund in Postgres. */
 export async function refundWorkflow({ refundId }: RefundWorkflowInput): Promise<string> {
-  return (await settleRefund({ refundId })).status;
+  if (!patched(patches.refundVendorCallApart)) return (await settleRefund({ refundId })).status;
+  // Apart, so a failed write is retried on its own and never calls the vendor again.
+  setCurrentDetails(`refund ${refundId}: waiting for the vendor's answer`);
+  const answer = await refundAtVendor({ refundId });
+  if (answer.status === 'settled') return answer.current;
+  setCurrentDetails(`refund ${refundId}: vendor answered ${answer.outcome.status}; recording it`);
+  return (await recordRefundOutcome({ refundId, outcome: answer.outcome })).status;
 }

@@ -1,18 +1,32 @@
-import { condition, proxyActivities, setHandler, sleep } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  condition,
+  makeContinueAsNewFunc,
+  patched,
+  proxyActivities,
+  setCurrentDetails,
+  setHandler,
+  sleep,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { AttemptActivities } from '../activities/attempts';
 import type { SessionActivities } from '../activities/session';
 import { amountRuleOutcome } from '../src/checkout/amount-rule';
+import { sessionStatusKey } from '../src/temporal/search-attributes';
 import {
   AttemptStart,
   attemptDecisionSignal,
   attemptResolvedSignal,
+  attemptSchedule,
   attemptStartedSignal,
   attemptVerifySignal,
+  sessionSchedule,
   sessionSettledSignal,
   SessionWorkflowInput,
   TestGatewayDecision,
-} from '../src/temporal/session-messages';
-import { attemptSchedule } from '../src/temporal/session-schedule';
+} from '../src/temporal/session';
+import { patches } from './patches';
 
 const activityOptions = { startToCloseTimeout: '30 seconds', retry: { maximumInterval: '1 minute' } } as const;
 const { expireSession } = proxyActivities<SessionActivities>({
@@ -23,31 +37,40 @@ const { settleAttempt } = proxyActivities<AttemptActivities>({
   ...activityOptions,
   summary: 'settle the attempt and move its session',
 });
-const { recheckAttempt } = proxyActivities<AttemptActivities>({
-  ...activityOptions,
-  summary: 'ask the vendor about the pending attempt',
-});
+type RecheckAnswer = Awaited<ReturnType<AttemptActivities['recheckAttempt']>>;
 
 /** Session statuses after which nothing more can happen to the session. */
 const FINAL = ['completed', 'expired', 'canceled', 'missing', 'discarded'];
+
+type Adopted = AttemptStart & { startedAtMs: number };
+
+/** `2026-11-24 09:32:56 UTC`: how current details name a moment. */
+const at = (ms: number) => `${new Date(ms).toISOString().slice(0, 19).replace('T', ' ')} UTC`;
 
 /**
  * One per checkout session (workflow id = session id): holds the timer for `expires_at` and runs
  * each payment attempt to its outcome. While an attempt is pending the session reads `processing`
  * and does not expire; if `expires_at` passed meanwhile, a failed attempt expires it at once.
+ *
+ * Every deadline derives from recorded times, not from when a worker first ran the workflow: the
+ * session's `expires_at` and each attempt's recorded start (runs started before those were passed
+ * fall back to the time left at start and the time of hand-over). Past `historyBound` events it
+ * continues as new, carrying its state.
  */
-export async function sessionWorkflow({ expiresInMs, sessionId }: SessionWorkflowInput): Promise<string> {
-  const expiresAtMs = Date.now() + Math.max(expiresInMs, 1);
-  let settled: string | null = null;
-  const queue: Array<AttemptStart & { startedAtMs: number }> = [];
-  const known = new Set<string>();
-  const decisions = new Map<string, TestGatewayDecision>();
-  const verified = new Set<string>();
-  const resolved = new Set<string>();
+export async function sessionWorkflow(input: SessionWorkflowInput): Promise<string> {
+  const { sessionId, carried } = input;
+  const expiresAtMs = input.expiresAtMs ?? Date.now() + Math.max(input.expiresInMs, 1);
+  const historyBound = input.historyBound ?? sessionSchedule.historyBound;
+  let settled: string | null = carried?.settled ?? null;
+  const queue: Adopted[] = [...(carried?.queue ?? [])];
+  const known = new Set<string>(carried?.known ?? []);
+  const decisions = new Map<string, TestGatewayDecision>(carried?.decisions ?? []);
+  const verified = new Set<string>(carried?.verified ?? []);
+  const resolved = new Set<string>(carried?.resolved ?? []);
   const adopt = (attempt: AttemptStart) => {
     if (known.has(attempt.attemptId)) return;
     known.add(attempt.attemptId);
-    queue.push({ ...attempt, startedAtMs: Date.now() });
+    queue.push({ ...attempt, startedAtMs: attempt.startedAtMs ?? Date.now() });
   };
   setHandler(sessionSettledSignal, ({ status }) => {
     settled = status;
@@ -59,57 +82,135 @@ export async function sessionWorkflow({ expiresInMs, sessionId }: SessionWorkflo
   setHandler(attemptVerifySignal, ({ attemptId }) => void verified.add(attemptId));
   setHandler(attemptResolvedSignal, ({ attemptId }) => void resolved.add(attemptId));
 
+  /** The `SessionStatus` search attribute, kept current (runs from before the patch leave it alone). */
+  let shownStatus = carried?.shownStatus ?? 'open';
+  const show = (status: string): string => {
+    if (status !== shownStatus && patched(patches.sessionSearchAttributes)) {
+      shownStatus = status;
+      upsertSearchAttributes([{ key: sessionStatusKey, value: status }]);
+    }
+    return status;
+  };
+  const waiting = (what: string) => setCurrentDetails(`${what}; session expires_at ${at(expiresAtMs)}`);
+
   /** Runs one attempt to its outcome; returns the session's status afterwards. */
-  async function runAttempt(attempt: AttemptStart & { startedAtMs: number }): Promise<string> {
+  async function runAttempt(attempt: Adopted): Promise<string> {
     const id = attempt.attemptId;
     const timesOutAtMs = attempt.startedAtMs + attemptSchedule.timeoutMs;
+    const dueAt = `times out at ${at(timesOutAtMs)}`;
     const settle = async (outcome: 'succeeded' | 'failed' | 'canceled', reason?: string) =>
-      (await settleAttempt({ attemptId: id, outcome, reason, expireIfDue: Date.now() >= expiresAtMs })).sessionStatus;
+      show(
+        (await settleAttempt({ attemptId: id, outcome, reason, expireIfDue: Date.now() >= expiresAtMs })).sessionStatus,
+      );
     // A newer attempt can only exist once this one was settled elsewhere (one pending per session).
     const settledElsewhere = () => resolved.has(id) || queue.length > 0;
+    // Only the simulated vendor answers by button or amount rule; any other is asked at the vendor.
+    const simulated = attempt.testGateway || !patched(patches.sessionTestGatewayOnly);
+    show('processing');
 
-    const heard = await condition(
-      () => decisions.has(id) || verified.has(id) || settledElsewhere(),
-      Math.max(timesOutAtMs - Date.now(), 1),
-      { summary: 'until the shopper decides or returns (24 h at most)' },
-    );
-    if (settledElsewhere()) return 'open';
+    const heardFrom = () => (simulated && decisions.has(id)) || verified.has(id) || settledElsewhere();
+    const kind = attempt.testGateway ? 'test gateway' : 'vendor';
+    waiting(`attempt ${id} pending (${kind}), waiting for the shopper to decide or return; ${dueAt}`);
+    let heard: boolean;
+    // Look at the session at expires_at: an "attempt resolved" signal that was lost must not keep it open.
+    if (Date.now() < expiresAtMs && expiresAtMs < timesOutAtMs && patched(patches.sessionExpiryCheckDuringAttempt)) {
+      heard = await condition(heardFrom, expiresAtMs - Date.now(), {
+        summary: 'until the shopper decides or returns, or expires_at',
+      });
+      if (!heard) {
+        const { status, pendingAttempt } = await expireSession({ sessionId });
+        if (status !== 'processing') return show(status);
+        if (pendingAttempt && pendingAttempt.attemptId !== id) {
+          adopt(pendingAttempt);
+          return 'processing';
+        }
+        heard = await condition(heardFrom, Math.max(timesOutAtMs - Date.now(), 1), {
+          summary: 'until the shopper decides or returns (24 h after the attempt began at most)',
+        });
+      }
+    } else {
+      heard = await condition(heardFrom, Math.max(timesOutAtMs - Date.now(), 1), {
+        summary: 'until the shopper decides or returns (24 h at most)',
+      });
+    }
+    if (settledElsewhere()) return show('open');
     if (!heard) return settle('failed', 'timeout');
-    const decision = decisions.get(id);
-    if (decision === 'succeeded') return settle('succeeded');
-    if (decision === 'failed') return settle('failed', 'simulated_decline');
-    if (decision === 'canceled') return settle('canceled', 'canceled_by_shopper');
-    if (decision === 'slow') await sleep(attemptSchedule.slowAnswerMs, { summary: 'slow button: no answer for 90 s' });
+    if (simulated) {
+      const decision = decisions.get(id);
+      if (decision === 'succeeded') return settle('succeeded');
+      if (decision === 'failed') return settle('failed', 'simulated_decline');
+      if (decision === 'canceled') return settle('canceled', 'canceled_by_shopper');
+      if (decision === 'slow') {
+        waiting(`attempt ${id} pending, slow button, answer due ${at(Date.now() + attemptSchedule.slowAnswerMs)}`);
+        await sleep(attemptSchedule.slowAnswerMs, { summary: 'slow button: no answer for 90 s' });
+      }
 
-    // The amount rule: the simulated vendor's own answer.
-    switch (amountRuleOutcome(attempt.presentedAmount)) {
-      case 'declined':
-        return settle('failed', 'simulated_decline');
-      case 'delayed_success':
-        await sleep(attemptSchedule.delayedSuccessMs, { summary: 'amount rule 003: pending for 30 s' });
-        return settle('succeeded');
-      case 'succeeded':
-        return settle('succeeded');
-      case 'pending':
-        break;
+      // The amount rule: the simulated vendor's own answer.
+      switch (amountRuleOutcome(attempt.presentedAmount)) {
+        case 'declined':
+          return settle('failed', 'simulated_decline');
+        case 'delayed_success':
+          waiting(
+            `attempt ${id} pending, amount rule 003, succeeds at ${at(Date.now() + attemptSchedule.delayedSuccessMs)}`,
+          );
+          await sleep(attemptSchedule.delayedSuccessMs, { summary: 'amount rule 003: pending for 30 s' });
+          return settle('succeeded');
+        case 'succeeded':
+          return settle('succeeded');
+        case 'pending':
+          break;
+      }
     }
     const backoff = attemptSchedule.recheckBackoffMs;
     for (let check = 0; ; check++) {
       const left = timesOutAtMs - Date.now();
       if (left <= 0) return settle('failed', 'timeout');
-      await sleep(Math.min(backoff[Math.min(check, backoff.length - 1)], left), {
-        summary: 're-check backoff (fails with timeout 24 h after the attempt began)',
-      });
+      const delay = Math.min(backoff[Math.min(check, backoff.length - 1)], left);
+      waiting(`attempt ${id} pending at the vendor, re-check ${check + 1} at ${at(Date.now() + delay)}; ${dueAt}`);
+      await sleep(delay, { summary: 're-check backoff (fails with timeout 24 h after the attempt began)' });
       if (Date.now() >= timesOutAtMs) return settle('failed', 'timeout');
-      const answer = await recheckAttempt({ attemptId: id });
+      // The re-check's retries end when the attempt's 24 hours do: it cannot hold the attempt past them.
+      const { recheckAttempt } = proxyActivities<AttemptActivities>({
+        ...activityOptions,
+        scheduleToCloseTimeout: Math.max(timesOutAtMs - Date.now(), 1),
+        summary: 'ask the vendor about the pending attempt',
+      });
+      let answer: RecheckAnswer;
+      try {
+        answer = await recheckAttempt({ attemptId: id });
+      } catch (err) {
+        if (err instanceof ActivityFailure) continue; // the loop fails it with timeout once the time is up
+        throw err;
+      }
       if (answer === 'succeeded') return settle('succeeded');
       if (answer === 'failed') return settle('failed', 'declined');
-      if (answer === 'settled') return 'open';
+      if (answer === 'settled') return show('open');
     }
   }
 
+  const continueAsNew = () =>
+    makeContinueAsNewFunc<typeof sessionWorkflow>({ typedSearchAttributes: workflowInfo().typedSearchAttributes })({
+      sessionId,
+      expiresInMs: input.expiresInMs,
+      expiresAtMs,
+      historyBound,
+      carried: {
+        settled,
+        shownStatus,
+        queue,
+        known: [...known],
+        decisions: [...decisions],
+        verified: [...verified],
+        resolved: [...resolved],
+      },
+    });
+  const pastBound = () =>
+    (workflowInfo().historyLength >= historyBound || workflowInfo().continueAsNewSuggested) &&
+    patched(patches.sessionContinueAsNew);
+
   for (;;) {
-    if (settled !== null) return settled;
+    if (settled !== null) return show(settled);
+    if (pastBound()) return continueAsNew();
     const next = queue.shift();
     if (next) {
       const status = await runAttempt(next);
@@ -118,15 +219,21 @@ export async function sessionWorkflow({ expiresInMs, sessionId }: SessionWorkflo
     }
     const remaining = expiresAtMs - Date.now();
     if (remaining > 0) {
+      waiting('open, no attempt pending');
       await condition(() => settled !== null || queue.length > 0, remaining, {
         summary: 'until expires_at, unless settled first',
       });
       continue;
     }
     const { status, pendingAttempt } = await expireSession({ sessionId });
-    if (status !== 'processing') return status;
+    if (status !== 'processing') return show(status);
     // An attempt is with the vendor: see it through first (its own signal may still be on its way).
     if (pendingAttempt && !known.has(pendingAttempt.attemptId)) adopt(pendingAttempt);
-    else await condition(() => queue.length > 0, '1 minute', { summary: 'until the pending attempt is handed over' });
+    else {
+      waiting('expires_at passed with an attempt at the vendor; waiting for its hand-over');
+      await condition(() => queue.length > 0, sessionSchedule.handoverWaitMs, {
+        summary: 'until the pending attempt is handed over',
+      });
+    }
   }
 }

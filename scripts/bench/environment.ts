@@ -13,6 +13,8 @@ export interface BenchEnvironment {
   databaseUrl: string;
   /** Its own `temporal server start-dev`. */
   temporalAddress: string;
+  /** That server's process id (for CPU accounting). */
+  temporalPid: number | undefined;
   /** Registers a step for `close()`. */
   onClose(step: () => Promise<unknown>): void;
   close(): Promise<void>;
@@ -43,6 +45,7 @@ export async function startBenchEnvironment(
   name: string,
   namespace: string,
   log: (line: string) => void,
+  opts: { temporalArgs?: readonly string[] } = {},
 ): Promise<BenchEnvironment> {
   const dir = mkdtempSync(join(tmpdir(), `svc-bench-${name}-`));
   const steps: Array<() => Promise<unknown>> = [async () => rmSync(dir, { recursive: true, force: true })];
@@ -76,9 +79,16 @@ export async function startBenchEnvironment(
       namespace,
       logFile: join(dir, 'temporal.log'),
       timeoutMs: 120_000,
+      extraArgs: opts.temporalArgs,
     });
     steps.push(() => stopAll());
-    return { databaseUrl: url.toString(), temporalAddress: server.address, onClose: (step) => steps.push(step), close };
+    return {
+      databaseUrl: url.toString(),
+      temporalAddress: server.address,
+      temporalPid: server.child.pid,
+      onClose: (step) => steps.push(step),
+      close,
+    };
   } catch (err) {
     await close();
     throw err;

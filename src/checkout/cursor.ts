@@ -27,21 +27,24 @@ export function checkoutCursor(list: string, raw: string | undefined): Keyset | 
 }
 
 /**
- * Runs `query` newest first on (created_at, id), starting after `after`, and fetches one row
- * beyond `limit` to learn whether more exist: every Checkout list pages this way.
+ * Runs `query` newest first on (created_at, id) (or oldest first for `asc`), starting after
+ * `after`, and fetches one row beyond `limit` to learn whether more exist: every Checkout list
+ * pages this way.
  */
 export async function newestFirst<T>(
   query: Knex.QueryBuilder,
   after: Keyset | undefined,
   limit: number,
+  order: 'desc' | 'asc' = 'desc',
 ): Promise<Page<T>> {
   query
     .orderBy([
-      { column: 'created_at', order: 'desc' },
-      { column: 'id', order: 'desc' },
+      { column: 'created_at', order },
+      { column: 'id', order },
     ])
     .limit(limit + 1);
-  if (after) query.andWhereRaw('(created_at, id) < (?::timestamptz, ?)', [after.createdAt, after.id]);
+  const past = order === 'desc' ? '<' : '>';
+  if (after) query.andWhereRaw(`(created_at, id) ${past} (?::timestamptz, ?)`, [after.createdAt, after.id]);
   const rows: T[] = await query;
   return { rows: rows.slice(0, limit), hasMore: rows.length > limit };
 }

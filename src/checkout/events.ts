@@ -67,17 +67,17 @@ export function eventOut(row: EventRow) {
   };
 }
 
-/** One page of the merchant's events in `mode`, newest first. */
+/** One page of the merchant's events in `mode`, newest first (or oldest first for `asc`). */
 export async function listEvents(
   db: Db,
   scope: { merchantId: string; mode: KeyMode },
-  opts: { type?: string; since?: Date; after?: Keyset; limit: number },
+  opts: { type?: string; since?: Date; after?: Keyset; limit: number; order?: 'desc' | 'asc' },
 ) {
   const query = db('events').where({ merchant_id: scope.merchantId, mode: scope.mode });
 
   if (opts.type !== undefined) query.andWhere({ type: opts.type });
   if (opts.since !== undefined) query.andWhere('created_at', '>=', opts.since);
-  return newestFirst<EventRow>(query, opts.after, opts.limit);
+  return newestFirst<EventRow>(query, opts.after, opts.limit, opts.order);
 }
 
 /** The merchant's event in `mode`, or null (another merchant's or mode's is null too). */

@@ -1,4 +1,5 @@
 import type { KeyMode } from '../keys/keys';
+import { sha256Hex } from '../lib/hash';
 import { randomString } from '../lib/ids';
 import { amountRuleOutcome, refundRuleOutcome } from './amount-rule';
 
@@ -34,8 +35,13 @@ export interface PaymentGateway {
   ): Promise<{ gatewayReference: string | null; redirectUrl: string | null }>;
   /** The vendor's current answer on a pending attempt. */
   check(attempt: GatewayAttempt): Promise<'pending' | 'succeeded' | 'failed'>;
-  /** Refunds part or all of a captured payment. */
+  /**
+   * Refunds part or all of a captured payment. `idempotencyKey` (the refund id) is the vendor's
+   * idempotency key: asked again with the same key, the vendor answers the first refund again and
+   * moves no more money.
+   */
   refund(input: {
+    idempotencyKey: string;
     attemptId: string;
     gatewayReference: string | null;
     amount: number;
@@ -62,10 +68,11 @@ export const testGateway: PaymentGateway = {
     const outcome = amountRuleOutcome(attempt.presentedAmount);
     return outcome === 'pending' ? 'pending' : outcome === 'declined' ? 'failed' : 'succeeded';
   },
-  async refund({ amount }) {
+  async refund({ amount, idempotencyKey }) {
+    // Keyed like a real vendor: the same key gives the same refund reference.
     return refundRuleOutcome(amount) === 'declined'
       ? { status: 'failed', reason: 'simulated_decline' }
-      : { status: 'succeeded', gatewayReference: `tgr_${randomString(24)}` };
+      : { status: 'succeeded', gatewayReference: `tgr_${sha256Hex(`test-refund:${idempotencyKey}`).slice(0, 24)}` };
   },
 };
 

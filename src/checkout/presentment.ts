@@ -6,14 +6,21 @@ const pow10 = (n: number) => 10n ** BigInt(n);
 
 /**
  * `amount` (minor units of `from`) in minor units of `to` at `rate` (units of `to` per unit of
- * `from`), rounded half up. Exact: the rate is taken to its ten recorded decimals as an integer.
+ * `from`), rounded half up, in bigint throughout: the rate is taken to its ten recorded decimals
+ * as an integer.
  */
-export function convertAmount(amount: number, from: string, to: string, rate: number): number {
+export function convertAmountExact(amount: number | bigint, from: string, to: string, rate: number): bigint {
   const scaledRate = BigInt(rate.toFixed(RATE_DECIMALS).replace('.', ''));
   const shift = minorUnitExponents[to] - minorUnitExponents[from];
   const numerator = BigInt(amount) * scaledRate * pow10(Math.max(0, shift));
   const denominator = pow10(RATE_DECIMALS) * pow10(Math.max(0, -shift));
-  return Number((2n * numerator + denominator) / (2n * denominator));
+  return (2n * numerator + denominator) / (2n * denominator);
+}
+
+/** {@link convertAmountExact} as a number; null when it is beyond 2^53 − 1, which no JSON number holds exactly. */
+export function convertAmount(amount: number, from: string, to: string, rate: number): number | null {
+  const exact = convertAmountExact(amount, from, to, rate);
+  return exact <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(exact) : null;
 }
 
 /** What a method asks the shopper to pay. */
@@ -35,7 +42,7 @@ export interface PricedSession {
  * What `method` presents for `session`: the session's presentment currency at its fixed rate when
  * the method takes it; else the session currency; else the first currency the method takes for
  * which the operator's table has a rate from the session currency (`rates`: to-currency → rate).
- * Null when the method takes none of these.
+ * Null when the method takes none of these (a conversion beyond 2^53 − 1 counts as not taken).
  */
 export function presentFor(
   session: PricedSession,
@@ -44,20 +51,16 @@ export function presentFor(
 ): Presented | null {
   const p = session.presentment;
   if (p && p.currency !== session.currency && method.currencies.includes(p.currency)) {
-    return {
-      amount: convertAmount(session.amount, session.currency, p.currency, p.fx_rate),
-      currency: p.currency,
-      fxRate: p.fx_rate,
-    };
+    const amount = convertAmount(session.amount, session.currency, p.currency, p.fx_rate);
+    if (amount !== null) return { amount, currency: p.currency, fxRate: p.fx_rate };
   }
   if (method.currencies.includes(session.currency)) {
     return { amount: session.amount, currency: session.currency, fxRate: null };
   }
   for (const currency of method.currencies) {
     const rate = rates.get(currency);
-    if (rate !== undefined) {
-      return { amount: convertAmount(session.amount, session.currency, currency, rate), currency, fxRate: rate };
-    }
+    const amount = rate === undefined ? null : convertAmount(session.amount, session.currency, currency, rate);
+    if (amount !== null) return { amount, currency, fxRate: rate! };
   }
   return null;
 }

@@ -8,6 +8,10 @@ export const publicLimits = {
   otpPerPhone: { limit: 5, windowSeconds: 600 },
   /** OTP code requests per client IP. */
   otpPerIp: { limit: 20, windowSeconds: 600 },
+  /** OTP code requests per session, whatever the IP or phone (a day: at least a session's life). */
+  otpPerSession: { limit: 10, windowSeconds: 24 * 60 * 60 },
+  /** OTP code requests per merchant and mode in an hour: a ceiling on what one merchant's page can cost in SMS. */
+  otpPerMerchantMode: { limit: 600, windowSeconds: 60 * 60 },
   /** Payment attempts started per session. */
   attemptsPerSession: { limit: 10, windowSeconds: 600 },
 } as const satisfies Record<string, WindowLimit>;

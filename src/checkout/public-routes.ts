@@ -1,6 +1,6 @@
 import type Router from '@koa/router';
 import type { Middleware } from 'koa';
-import type { AppDeps } from '../app';
+import type { AppDeps } from '../deps';
 import { publishableKeyAuth } from '../http/checkout-auth';
 import { rateLimit } from '../http/rate-limit';
 import { input, validate } from '../http/validate';
@@ -17,7 +17,7 @@ import type { PublicDeps } from './public/deps';
 import { requestOtp, verifyOtp } from './public/otp';
 import { publicContext, publicSessionOut } from './public/public-session';
 import { assertShowable, sessionByCode } from './public/session-lookup';
-import { outboxSms, SmsSender } from './public/sms';
+import { heldOutboxSms, outboxSms, SmsSender } from './public/sms';
 import { attemptIn, customerIn, decisionIn, otpRequestIn, otpVerifyIn } from './schemas';
 
 /** Adapters the public routes use; tests swap in failing or unconfigured vendors. */
@@ -48,9 +48,12 @@ export function publicRoutes(router: Router, deps: AppDeps, adapters: PublicAdap
     publicBaseUrl: settings.PUBLIC_BASE_URL,
     gateways: adapters.gateways ?? defaultGateways,
     sms: adapters.sms ?? outboxSms(db),
+    testSms: heldOutboxSms(db),
+    otpCountryCodes: settings.OTP_ALLOWED_COUNTRY_CODES,
     testPhone: settings.TEST_PHONE,
+    beforeHandoff: deps.beforeHandoff,
   };
-  const perIp = rateLimit(db, clock, publicLimits.perIp, (ctx) => `public-ip:${ctx.ip}`);
+  const perIp = rateLimit(db, clock, 'public-ip', publicLimits.perIp, (ctx) => `public-ip:${ctx.ip}`);
   const pub = [noStore, perIp, publishableKeyAuth(db)];
   const token = (ctx: { get(name: string): string }) => ctx.get(CUSTOMER_TOKEN_HEADER) || undefined;
   const otp = { body: otpRequestIn };

@@ -1,10 +1,9 @@
 import type Router from '@koa/router';
-import type { AppDeps } from '../app';
+import type { AppDeps } from '../deps';
 import { secretKeyAuth } from '../http/checkout-auth';
 import { renderCheckoutError } from '../http/error-envelope';
 import { ApiError } from '../http/errors';
 import { checkoutIdempotency } from '../http/idempotency';
-import { rateLimit } from '../http/rate-limit';
 import { input, validate } from '../http/validate';
 import type { CheckoutScope } from '../keys/scopes';
 import { checkoutCursor, listOut } from './cursor';
@@ -23,14 +22,10 @@ export function refundRoutes(router: Router, deps: AppDeps): Router {
     temporal: deps.temporal,
     taskQueue: settings.TEMPORAL_TASK_QUEUE,
     publicBaseUrl: settings.PUBLIC_BASE_URL,
+    beforeHandoff: deps.beforeHandoff,
   };
-  const perKey = rateLimit(
-    db,
-    clock,
-    { limit: settings.CHECKOUT_RATE_LIMIT_PER_SECOND, windowSeconds: 1 },
-    (ctx) => `checkout:${ctx.state.checkout.keyId}`,
-  );
-  const merchant = (scope: CheckoutScope) => [secretKeyAuth(db, scope), perKey];
+  const keyAuth = secretKeyAuth(db, clock, settings.CHECKOUT_RATE_LIMIT_PER_SECOND);
+  const merchant = (scope: CheckoutScope) => [keyAuth(scope)];
   const create = { body: refundIn };
   const list = { query: refundListQuery };
 

@@ -1,10 +1,9 @@
 import Router from '@koa/router';
-import type { AppDeps } from '../app';
+import type { AppDeps } from '../deps';
 import { secretKeyAuth } from '../http/checkout-auth';
 import { renderCheckoutError } from '../http/error-envelope';
 import { ApiError } from '../http/errors';
 import { checkoutIdempotency } from '../http/idempotency';
-import { rateLimit } from '../http/rate-limit';
 import { input, validate } from '../http/validate';
 import type { CheckoutScope } from '../keys/scopes';
 import { checkoutCursor, listOut } from './cursor';
@@ -20,6 +19,7 @@ import { expireSession } from './sessions/expire-session';
 import { getSession, listSessions } from './sessions/queries';
 import { sessionOut } from './sessions/session-row';
 import { eventDeliveries } from '../webhooks/deliveries';
+import { servedCheckoutDocument } from '../openapi/routes';
 
 /**
  * The Checkout API under `/v1`: the merchant routes (secret key, refunds included) and the hosted page's public
@@ -29,17 +29,23 @@ export function checkoutRouter(deps: AppDeps, adapters: PublicAdapters = {}): Ro
   const router = new Router({ prefix: '/v1' });
   const { db, clock, temporal, settings } = deps;
   const base = settings.PUBLIC_BASE_URL;
-  const sessions: SessionDeps = { db, clock, temporal, taskQueue: settings.TEMPORAL_TASK_QUEUE, publicBaseUrl: base };
-  const perKey = rateLimit(
+  const sessions: SessionDeps = {
     db,
     clock,
-    { limit: settings.CHECKOUT_RATE_LIMIT_PER_SECOND, windowSeconds: 1 },
-    (ctx) => `checkout:${ctx.state.checkout.keyId}`,
-  );
-  const merchant = (scope: CheckoutScope) => [secretKeyAuth(db, scope), perKey];
+    temporal,
+    taskQueue: settings.TEMPORAL_TASK_QUEUE,
+    publicBaseUrl: base,
+    beforeHandoff: deps.beforeHandoff,
+  };
+  const keyAuth = secretKeyAuth(db, clock, settings.CHECKOUT_RATE_LIMIT_PER_SECOND);
+  const merchant = (scope: CheckoutScope) => [keyAuth(scope)];
   const idempotent = (route: string) => checkoutIdempotency(db, clock, route, renderCheckoutError);
   const listSessionsInput = { query: sessionListQuery };
   const listEventsInput = { query: eventListQuery };
+
+  router.get('/openapi.json', (ctx) => {
+    ctx.body = servedCheckoutDocument();
+  });
 
   router.post(
     '/checkout/sessions',
@@ -84,13 +90,16 @@ export function checkoutRouter(deps: AppDeps, adapters: PublicAdapters = {}): Ro
 
   router.get('/events', ...merchant('events:read'), validate(listEventsInput), async (ctx) => {
     const q = input(ctx, listEventsInput).query;
+    const order = q.direction === 'oldest_first' ? 'asc' : 'desc';
+    const list = order === 'asc' ? 'events-asc' : 'events'; // a cursor pages one way only
     const page = await listEvents(db, ctx.state.checkout, {
       type: q.type,
       since: q.since ? new Date(q.since) : undefined,
-      after: checkoutCursor('events', q.cursor),
+      after: checkoutCursor(list, q.cursor),
       limit: q.limit,
+      order,
     });
-    ctx.body = listOut('events', page, eventOut);
+    ctx.body = listOut(list, page, eventOut);
   });
 
   router.get('/events/:id', ...merchant('events:read'), async (ctx) => {

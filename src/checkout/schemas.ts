@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { isStorableText } from '../lib/text';
+import { isStorableText, UNSTORABLE_ISSUE } from '../lib/text';
 import { eventTypes } from './events';
 import { lineItemTypes } from './money';
 import { normalisePhone } from './phone';
@@ -12,7 +12,7 @@ export const listLimit = z.coerce
   .max(100, 'limit must be an integer from 1 to 100')
   .default(20);
 
-const STORABLE = 'Must be valid Unicode text without U+0000';
+const STORABLE = UNSTORABLE_ISSUE;
 
 /** A string of `min` to `max` characters that Postgres can store. */
 const text = (min: number, max: number) => z.string().min(min).max(max).refine(isStorableText, STORABLE);
@@ -85,6 +85,10 @@ export const sessionListQuery = z.strictObject({
 
 export const eventListQuery = z.strictObject({
   type: z.enum(eventTypes).optional(),
+  direction: z.enum(['newest_first', 'oldest_first']).default('newest_first').meta({
+    description:
+      '`newest_first` (default) pages from the newest event back; `oldest_first` reads forward from `since`, for a consumer that follows the log.',
+  }),
   since: z.iso.datetime({ offset: true, message: 'Must be an ISO 8601 date-time with a zone' }).optional(),
   limit: listLimit,
   cursor: singleQueryValue.optional(),

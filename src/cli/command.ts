@@ -1,3 +1,4 @@
+import type { Client } from '@temporalio/client';
 import type { Settings } from '../config';
 import type { Db } from '../db/knex';
 import type { Flags, FlagSpec } from './args';
@@ -6,6 +7,8 @@ import type { Flags, FlagSpec } from './args';
 export interface CliDeps {
   db: Db;
   settings: Settings;
+  /** A Temporal client, connected on first use; only the `workflow` commands need one. */
+  temporal?: () => Promise<Client>;
 }
 
 /** One `<group> <command>`: the flags it accepts and the service call they map to. */

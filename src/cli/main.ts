@@ -1,5 +1,7 @@
 import { loadSettings, requireDatabaseUrl } from '../config';
+import type { Client } from '@temporalio/client';
 import { createDb } from '../db/knex';
+import { connectTemporal } from '../temporal/client';
 import type { CliDeps } from './command';
 import { CliResult, renderError } from './render';
 import { run } from './run';
@@ -13,9 +15,11 @@ function emit(result: CliResult): number {
 /** `npm run -s ops -- <group> <command> [flags] [--json]`: the operator CLI (see OPS_CLI.md). */
 async function main(argv: string[]): Promise<number> {
   let deps: CliDeps;
+  let temporal: Promise<Client> | undefined;
   try {
     const settings = loadSettings();
-    deps = { settings, db: createDb(requireDatabaseUrl(settings), 2) };
+    const connect = () => (temporal ??= connectTemporal(settings));
+    deps = { settings, db: createDb(requireDatabaseUrl(settings), 2), temporal: connect };
   } catch (err) {
     return emit(renderError('invalid_settings', (err as Error).message, argv.includes('--json')));
   }
@@ -23,6 +27,7 @@ async function main(argv: string[]): Promise<number> {
     return emit(await run(argv, deps));
   } finally {
     await deps.db.destroy();
+    if (temporal) await (await temporal.catch(() => undefined))?.connection.close();
   }
 }
 

@@ -13,13 +13,14 @@ export interface NotifiedLoop {
 
 /**
  * Drains a table of work: runs `batch` until it returns fewer than `batchSize` rows, on every
- * NOTIFY on `channel` and every `everyMs` (for anything a lost notification missed). One pass
+ * NOTIFY on `channel` (if given) and every `everyMs` (for anything a lost notification missed). One pass
  * at a time; a kick during a pass makes it go round once more, so no notification is dropped.
  * `enabled: false` gives a loop that never runs (nothing to do in this process).
  */
 export function startNotifiedLoop(opts: {
-  connection: string | ClientConfig;
-  channel: string;
+  /** Where and what to LISTEN on; without them the loop only polls. */
+  connection?: string | ClientConfig;
+  channel?: string;
   /** Who runs it, for the logs. */
   name: string;
   everyMs: number;
@@ -63,12 +64,10 @@ export function startNotifiedLoop(opts: {
     return running;
   }
 
-  const listener = listenOn({
-    connection: opts.connection,
-    channel: opts.channel,
-    onNotify: () => void kick(),
-    name: opts.name,
-  });
+  const listener =
+    opts.channel && opts.connection
+      ? listenOn({ connection: opts.connection, channel: opts.channel, onNotify: () => void kick(), name: opts.name })
+      : { ready: Promise.resolve(), stop: async () => undefined };
   const timer = setInterval(() => void kick(), opts.everyMs);
 
   return {

@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import compose from 'koa-compose';
 import type { Middleware } from 'koa';
-import type { AppDeps } from '../app';
+import type { AppDeps } from '../deps';
 import { log } from '../lib/log';
 import { webhookRuntime } from '../webhooks/runtime';
 import { gatewayDecide, gatewayPage, returnPage } from './attempt-pages';

@@ -1,3 +1,4 @@
+import { isStorableText } from '../lib/text';
 import { ApiError } from './errors';
 
 /** Cursor format version; a cursor of another version (or list) is refused. */
@@ -20,8 +21,11 @@ export function decodeCursor(list: string, cursor: string, invalid: () => ApiErr
     throw invalid();
   }
   const d = doc as { v?: unknown; l?: unknown; k?: unknown };
+  // A string Postgres cannot hold (U+0000) could match no row; refused here, it never reaches a query.
   const keyOk =
-    Array.isArray(d?.k) && d.k.length > 0 && d.k.every((x) => typeof x === 'string' || typeof x === 'number');
+    Array.isArray(d?.k) &&
+    d.k.length > 0 &&
+    d.k.every((x) => (typeof x === 'string' && isStorableText(x)) || typeof x === 'number');
   if (d?.v !== CURSOR_VERSION || d.l !== list || !keyOk) throw invalid();
   return d.k as Array<string | number>;
 }

@@ -66,8 +66,11 @@ function errorMiddleware(render: (ctx: Context, err: unknown) => void): Middlewa
       if (ctx.status === 404 && ctx.body === undefined) {
         throw ApiError.notFound('not_found', `No route for ${ctx.method} ${ctx.path}.`);
       }
-      if (ctx.status === 405) {
-        // The router answered with an Allow header; keep it and give the body the API's envelope.
+      // The router answers 405 for a method the path lacks and 501 for one no route has (TRACE):
+      // both are the client's mistake, a 405 with the router's Allow header (a 404 when nothing matched).
+      if (ctx.status === 405 || ctx.status === 501) {
+        if (ctx.response.get('Allow') === '')
+          throw ApiError.notFound('not_found', `No route for ${ctx.method} ${ctx.path}.`);
         throw new ApiError(405, 'method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}.`);
       }
     } catch (err) {

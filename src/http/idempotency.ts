@@ -23,6 +23,13 @@ interface RecordRow {
   created_at: Date;
 }
 
+/**
+ * Makes the statement it is part of commit without waiting for its WAL flush. Used for claims: the
+ * request's own writes commit later with a flush that covers the claim, so a claim lost in a crash
+ * means none of the request's writes survived either, and running it again is right.
+ */
+const ASYNC_COMMIT = `(SELECT set_config('synchronous_commit', 'off', true)) AS async_commit`;
+
 const abandonedError = () =>
   new ApiError(
     500,
@@ -79,7 +86,7 @@ export function partnerIdempotency(db: Db, clock: Clock, route: string, render: 
     for (;;) {
       const claimed = await db.raw(
         `INSERT INTO idempotency_records (scope, key, route, body_hash, state, created_at)
-         VALUES (?, ?, ?, ?, 'in_progress', ?) ON CONFLICT (scope, key) DO NOTHING RETURNING 1`,
+         SELECT ?, ?, ?, ?, 'in_progress', ? FROM ${ASYNC_COMMIT} ON CONFLICT (scope, key) DO NOTHING RETURNING 1`,
         [scope, key, route, hash, now],
       );
       if (claimed.rows.length > 0) break;
@@ -130,6 +137,33 @@ export function partnerIdempotency(db: Db, clock: Clock, route: string, render: 
 }
 
 /**
+ * In one statement: claims `key` as `in_progress` when it is free or its record has expired, and
+ * returns whether it did and the record as it was when the statement began (a live record is left
+ * as it is).
+ */
+async function claimCheckoutKey(
+  db: Db,
+  r: { scope: string; key: string; route: string; hash: string; now: Date },
+): Promise<{ claimed: boolean; before: RecordRow | undefined }> {
+  const { rows } = await db.raw(
+    `WITH claim AS (
+       INSERT INTO idempotency_records (scope, key, route, body_hash, state, created_at)
+       SELECT ?, ?, ?, ?, 'in_progress', ? FROM ${ASYNC_COMMIT}
+       ON CONFLICT (scope, key) DO UPDATE SET route = EXCLUDED.route, body_hash = EXCLUDED.body_hash,
+         state = 'in_progress', response_status = NULL, response_body = NULL, created_at = EXCLUDED.created_at,
+         completed_at = NULL
+       WHERE idempotency_records.created_at < ?
+       RETURNING 1
+     )
+     SELECT EXISTS (SELECT 1 FROM claim) AS claimed, r.*
+       FROM (SELECT 1) AS one LEFT JOIN idempotency_records r ON r.scope = ? AND r.key = ?`,
+    [r.scope, r.key, r.route, r.hash, r.now, new Date(r.now.getTime() - IDEMPOTENCY_TTL_MS), r.scope, r.key],
+  );
+  const { claimed, ...before } = rows[0];
+  return { claimed, before: before.scope === null ? undefined : (before as RecordRow) };
+}
+
+/**
  * Checkout semantics: key required (8–128 of A-Za-z0-9_-), scoped to merchant, mode and route;
  * same body replays, another body or route is a conflict, a key still in flight (or whose first
  * attempt crashed) is processed again and its newer response stored. 5xx and 429 are not stored.
@@ -150,23 +184,22 @@ export function checkoutIdempotency(db: Db, clock: Clock, route: string, render:
     const hash = bodyHash(ctx);
     const now = clock();
 
-    const row: RecordRow | undefined = await db('idempotency_records').where({ scope, key }).first();
-    const live = row && now.getTime() - row.created_at.getTime() < IDEMPOTENCY_TTL_MS ? row : undefined;
-    if (live && (live.route !== route || live.body_hash !== hash)) {
-      throw ApiError.conflict('idempotency_key_conflict', 'This Idempotency-Key was used with another body or route.');
-    }
+    /** The record if it is younger than 24 h; a conflict when it is another request's. */
+    const liveOf = (row: RecordRow | undefined) => {
+      const live = row && now.getTime() - row.created_at.getTime() < IDEMPOTENCY_TTL_MS ? row : undefined;
+      if (live && (live.route !== route || live.body_hash !== hash)) {
+        throw ApiError.conflict(
+          'idempotency_key_conflict',
+          'This Idempotency-Key was used with another body or route.',
+        );
+      }
+      return live;
+    };
+    const { claimed, before } = await claimCheckoutKey(db, { scope, key, route, hash, now });
+    let live = claimed ? undefined : liveOf(before);
+    // Another request claimed the key after this statement began: read what it wrote.
+    if (!claimed && !live) live = liveOf(await db('idempotency_records').where({ scope, key }).first());
     if (live?.state === 'done') return replay(ctx, live);
-    if (!live) {
-      await db.raw(
-        `INSERT INTO idempotency_records (scope, key, route, body_hash, state, created_at)
-         VALUES (?, ?, ?, ?, 'in_progress', ?)
-         ON CONFLICT (scope, key) DO UPDATE SET route = EXCLUDED.route, body_hash = EXCLUDED.body_hash,
-           state = 'in_progress', response_status = NULL, response_body = NULL, created_at = EXCLUDED.created_at,
-           completed_at = NULL
-         WHERE idempotency_records.created_at < ?`,
-        [scope, key, route, hash, now, new Date(now.getTime() - IDEMPOTENCY_TTL_MS)],
-      );
-    }
 
     await runAndRender(ctx, next, render);
     if (ctx.status < 500 && ctx.status !== 429) await store(db, scope, key, ctx, clock());

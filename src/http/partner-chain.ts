@@ -31,7 +31,9 @@ export function partnerChain(deps: PartnerChainDeps, opts: PartnerRouteOptions):
   if (opts.idempotent) chain.push(partnerIdempotency(deps.db, deps.clock, opts.idempotent, renderPartnerError));
   if (opts.rateLimited) {
     const route = opts.rateLimited;
-    chain.push(rateLimit(deps.db, deps.clock, deps.bulkLimit, (ctx) => `partner:${ctx.state.partner.keyId}:${route}`));
+    chain.push(
+      rateLimit(deps.db, deps.clock, route, deps.bulkLimit, (ctx) => `partner:${ctx.state.partner.keyId}:${route}`),
+    );
   }
   return chain;
 }

@@ -23,29 +23,59 @@ export async function hit(
   { limit, windowSeconds }: WindowLimit,
   now: Date,
 ): Promise<HitResult> {
-  const windowMs = windowSeconds * 1000;
-  const start = Math.floor(now.getTime() / windowMs) * windowMs;
-  const { rows } = await db.raw(
-    `INSERT INTO rate_limit_windows (bucket, window_start, count) VALUES (?, ?, 1)
-     ON CONFLICT (bucket, window_start) DO UPDATE SET count = rate_limit_windows.count + 1
-     RETURNING count`,
-    [bucket, new Date(start)],
-  );
-  const count = Number(rows[0].count);
-  const retryAfter = Math.max(1, Math.ceil((start + windowMs - now.getTime()) / 1000));
-  return { allowed: count <= limit, count, retryAfter };
+  const window = windowOf({ limit, windowSeconds }, now);
+  const { rows } = await db.raw(`${COUNT_HIT} VALUES (?, ?, 1) ${COUNT_HIT_CONFLICT}`, [bucket, window.start]);
+  return window.result(Number(rows[0].count));
 }
 
-/** Refuses with `429 rate_limited` and `Retry-After` once `bucket(ctx)` is over `limit` in its window. */
-export function rateLimit(db: Db, clock: Clock, limit: WindowLimit, bucket: (ctx: Context) => string): Middleware {
+/** The statement that counts one hit: `${COUNT_HIT} VALUES … ${COUNT_HIT_CONFLICT}` (or a SELECT). */
+export const COUNT_HIT = 'INSERT INTO rate_limit_windows (bucket, window_start, count)';
+export const COUNT_HIT_CONFLICT =
+  'ON CONFLICT (bucket, window_start) DO UPDATE SET count = rate_limit_windows.count + 1 RETURNING count';
+
+/** The window `now` falls in, and how a count in it is judged. */
+export function windowOf({ limit, windowSeconds }: WindowLimit, now: Date) {
+  const windowMs = windowSeconds * 1000;
+  const start = Math.floor(now.getTime() / windowMs) * windowMs;
+  const retryAfter = Math.max(1, Math.ceil((start + windowMs - now.getTime()) / 1000));
+  return {
+    start: new Date(start),
+    result: (count: number): HitResult => ({ allowed: count <= limit, count, retryAfter }),
+  };
+}
+
+/** `429 rate_limited` with `Retry-After` for a refused hit. */
+export function rateLimitedError(result: HitResult, { limit, windowSeconds }: WindowLimit): ApiError {
+  return ApiError.rateLimited(result.retryAfter, `Rate limit of ${limit} requests per ${windowSeconds} s exceeded.`);
+}
+
+/**
+ * The IETF httpapi RateLimit fields (draft-ietf-httpapi-ratelimit-headers) for one counted request:
+ * `RateLimit-Policy: "<policy>";q=<limit>;w=<window s>` and `RateLimit: "<policy>";r=<remaining>;t=<s to reset>`.
+ */
+export function rateLimitHeaders(policy: string, limit: WindowLimit, result: HitResult): Record<string, string> {
+  return {
+    'RateLimit-Policy': `"${policy}";q=${limit.limit};w=${limit.windowSeconds}`,
+    RateLimit: `"${policy}";r=${Math.max(0, limit.limit - result.count)};t=${result.retryAfter}`,
+  };
+}
+
+/**
+ * Counts the request against `limit` under policy `policy` (bucket `bucket(ctx)`) and tells the
+ * client where it stands in RateLimit headers on whatever answer follows; over the limit it is
+ * `429 rate_limited` with `Retry-After`.
+ */
+export function rateLimit(
+  db: Db,
+  clock: Clock,
+  policy: string,
+  limit: WindowLimit,
+  bucket: (ctx: Context) => string,
+): Middleware {
   return async (ctx, next) => {
     const result = await hit(db, bucket(ctx), limit, clock());
-    if (!result.allowed) {
-      throw ApiError.rateLimited(
-        result.retryAfter,
-        `Rate limit of ${limit.limit} requests per ${limit.windowSeconds} s exceeded.`,
-      );
-    }
+    ctx.set(rateLimitHeaders(policy, limit, result));
+    if (!result.allowed) throw rateLimitedError(result, limit);
     return next();
   };
 }

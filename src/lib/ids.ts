@@ -16,39 +16,42 @@ export function randomString(length: number, alphabet = ALPHANUM): string {
   return out;
 }
 
-let lastMs = -1;
-let lastRandom: number[] = [];
+/** Ids one process can make in one millisecond before its clock part moves on to the next. */
+const SEQUENCE_DIGITS = 2;
+const SEQUENCE_SIZE = 32 ** SEQUENCE_DIGITS;
+/** 16 base32 characters: 80 random bits in every id. */
+const RANDOM_DIGITS = 16;
 
-/** The previous random part plus one, in base 32 (an overflow carries into a fresh random part). */
-function increment(digits: number[]): number[] | null {
-  const next = [...digits];
-  for (let i = next.length - 1; i >= 0; i--) {
-    if (next[i] < 31) {
-      next[i] += 1;
-      return next;
-    }
-    next[i] = 0;
+let lastMs = -1;
+let sequence = 0;
+
+/** `value` as `digits` characters of Crockford base32, most significant first. */
+function base32(value: number, digits: number): string {
+  let out = '';
+  for (let i = 0; i < digits; i++) {
+    out = CROCKFORD[value % 32] + out;
+    value = Math.floor(value / 32);
   }
-  return null;
+  return out;
 }
 
 /**
- * A time-ordered id body: 10 characters of millisecond time then 16 random ones, all in
- * lower-case Crockford base32 (ULID layout). Within one process ids are strictly increasing:
- * in the same millisecond the random part counts up, so creation order is sort order.
+ * A time-ordered id body of 28 lower-case Crockford base32 characters: 10 of millisecond time, 2
+ * of a per-process sequence within that millisecond, then 16 fresh random ones (80 bits). The
+ * prefix keeps creation order as sort order within a process (1,024 ids a millisecond; more
+ * borrow the next millisecond); the random part is new for every id, so no id can be guessed from
+ * another one, however close in time.
  */
 export function timeOrderedBody(now = Date.now()): string {
-  const ms = Math.max(now, lastMs);
-  const bumped = ms === lastMs ? increment(lastRandom) : null;
-  lastRandom = bumped ?? Array.from(randomString(16, CROCKFORD), (c) => CROCKFORD.indexOf(c));
-  lastMs = ms;
-  let time = '';
-  let t = ms;
-  for (let i = 0; i < 10; i++) {
-    time = CROCKFORD[t % 32] + time;
-    t = Math.floor(t / 32);
+  let ms = Math.max(now, lastMs);
+  if (ms === lastMs) sequence += 1;
+  else sequence = 0;
+  if (sequence === SEQUENCE_SIZE) {
+    ms += 1;
+    sequence = 0;
   }
-  return time + lastRandom.map((d) => CROCKFORD[d]).join('');
+  lastMs = ms;
+  return base32(ms, 10) + base32(sequence, SEQUENCE_DIGITS) + randomString(RANDOM_DIGITS, CROCKFORD);
 }
 
 export type Mode = 'live' | 'test';

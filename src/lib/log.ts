@@ -1,7 +1,8 @@
 /** Structured one-line JSON logs on stderr; never pass secrets or request bodies here. */
 type Level = 'debug' | 'info' | 'warn' | 'error';
 const order: Record<Level | 'silent', number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 99 };
-let threshold = order[(process.env.LOG_LEVEL as Level) ?? 'info'] ?? order.info;
+// `process` is absent in the workflow sandbox, which bundles the contract modules that import this.
+let threshold = order[(globalThis.process?.env.LOG_LEVEL as Level) ?? 'info'] ?? order.info;
 
 export function setLogLevel(level: Level | 'silent'): void {
   threshold = order[level];

@@ -7,6 +7,9 @@ const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff
  */
 export const isStorableText = (s: string): boolean => !UNSTORABLE.test(s);
 
+/** The validation issue of text Postgres cannot hold. */
+export const UNSTORABLE_ISSUE = 'Must be valid Unicode text without U+0000';
+
 /** `s` with each unstorable character replaced by U+FFFD, for echoing input (keys in details). */
 export function storableText(s: string): string {
   return s.replace(new RegExp(UNSTORABLE.source, 'g'), '\ufffd');

@@ -4,11 +4,13 @@ import { createDb } from '../db/knex';
 import { systemClock } from '../lib/clock';
 import { log } from '../lib/log';
 import { connectTemporal } from '../temporal/client';
+import { requireSecretKeyForLive } from '../webhooks/runtime';
 
 /** `npm run api`: the HTTP API, stateless; run as many copies as needed. */
 async function main(): Promise<void> {
   const settings = loadSettings();
   const db = createDb(requireDatabaseUrl(settings), settings.DATABASE_POOL_MAX);
+  await requireSecretKeyForLive(settings, db);
   const temporal = await connectTemporal(settings);
   const app = createApp({ db, settings, clock: systemClock, temporal });
   const server = app.listen(settings.PORT, settings.HOST, () => {

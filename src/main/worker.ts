@@ -7,15 +7,20 @@ import { log } from '../lib/log';
 import { startOutboxRelay } from '../messaging/relay';
 import { transportsFromSettings } from '../messaging/transports';
 import { temporalConnectionOptions } from '../temporal/client';
+import { startHandoffRelay } from '../temporal/handoff-relay';
 import { startDispatcher } from '../webhooks/dispatcher';
-import { webhookRuntime } from '../webhooks/runtime';
-import { createWorker, ensureJanitor } from '../worker/create-worker';
+import { requireSecretKeyForLive, webhookRuntime } from '../webhooks/runtime';
+import { ensureJanitor } from '../temporal/janitor';
+import { createWorker } from '../worker/create-worker';
+import { installSdkLogger } from '../worker/sdk-log';
 
 /** `npm run worker`: runs the workflows and activities; stateless; run as many copies as needed. */
 async function main(): Promise<void> {
+  installSdkLogger();
   const settings = loadSettings();
   const databaseUrl = requireDatabaseUrl(settings);
   const db = createDb(databaseUrl, settings.DATABASE_POOL_MAX);
+  await requireSecretKeyForLive(settings, db);
   const connection = await NativeConnection.connect(temporalConnectionOptions(settings));
   const worker = await createWorker({
     connection,
@@ -30,6 +35,8 @@ async function main(): Promise<void> {
   await ensureJanitor(client, settings.TEMPORAL_TASK_QUEUE);
   // Webhook fan-out after commit: any number of workers may run one (they share the work).
   const dispatcher = startDispatcher({ db, databaseUrl, temporal: client, taskQueue: settings.TEMPORAL_TASK_QUEUE });
+  // Workflow handoffs the API did not deliver after its commit (it died, Temporal refused): same sharing.
+  const handoffs = startHandoffRelay({ db, temporal: client, taskQueue: settings.TEMPORAL_TASK_QUEUE });
   // Outbox messages (OTP SMS, merchant e-mail) go out only for the kinds with a configured transport.
   const transports = transportsFromSettings(settings);
   const relay = Object.keys(transports).length > 0 ? startOutboxRelay({ db, transports }) : null;
@@ -37,9 +44,12 @@ async function main(): Promise<void> {
     email: transports.email?.describe ?? 'outbox only (SMTP_URL unset)',
     sms: transports.sms?.describe ?? 'outbox only (SMS_HTTP_URL unset)',
   });
+  const running = worker.run(); // resolves after SIGINT/SIGTERM once in-flight tasks finish
   log.info('worker running', { task_queue: settings.TEMPORAL_TASK_QUEUE, namespace: settings.TEMPORAL_NAMESPACE });
-  await worker.run(); // returns after SIGINT/SIGTERM once in-flight tasks finish
-  await Promise.all([dispatcher.stop(), relay?.stop()]);
+  // Under `npm start` (an IPC channel): say so, then let the channel go so it cannot keep us alive.
+  process.send?.('ready', () => process.disconnect?.());
+  await running;
+  await Promise.all([dispatcher.stop(), handoffs.stop(), relay?.stop()]);
   for (const transport of Object.values(transports)) transport.close?.();
   await Promise.allSettled([db.destroy(), connection.close()]);
   log.info('worker stopped');

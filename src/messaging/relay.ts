@@ -2,6 +2,7 @@ import type { ClientConfig } from 'pg';
 import type { Knex } from 'knex';
 import type { Db } from '../db/knex';
 import { startNotifiedLoop } from '../db/notified-loop';
+import { maskCodes } from './mask';
 import { type Clock, systemClock } from '../lib/clock';
 import { log as defaultLog } from '../lib/log';
 import type { MessageKind, OutboxMessage, Transports } from './transports';
@@ -60,8 +61,9 @@ interface ClaimedRow extends OutboxMessage {
  * transaction, counts the attempt and leases the rows by moving `next_attempt_at` to when a retry
  * would be due. It sends them after commit and records `sent_at`, or the error and the retry time
  * (RETRY_DELAYS_MS), giving up after MAX_ATTEMPTS or MAX_AGE_MS. A relay dying mid-send leaves
- * the row to be retried when its lease ends: delivery is at least once. Logs carry ids and errors,
- * never addresses or bodies (an SMS body is an OTP code).
+ * the row to be retried when its lease ends: delivery is at least once. A sent SMS keeps its body
+ * with the code masked; a test-mode message is never claimed. Logs carry ids and errors, never
+ * addresses or bodies (an SMS body is an OTP code).
  */
 export function startOutboxRelay(deps: OutboxRelayDeps): OutboxRelay {
   const log = deps.log ?? defaultLog;
@@ -70,9 +72,9 @@ export function startOutboxRelay(deps: OutboxRelayDeps): OutboxRelay {
   const batchSize = deps.batchSize ?? 10;
   const kinds = (Object.keys(deps.transports) as MessageKind[]).filter((k) => deps.transports[k]);
 
-  /** Unsent, still scheduled rows of our kinds (and addresses). */
+  /** Unsent, still scheduled rows of our kinds (and addresses); a test-mode message never is. */
   function scheduled(query: Knex.QueryBuilder): Knex.QueryBuilder {
-    query.whereIn('kind', kinds).whereNull('sent_at').whereNotNull('next_attempt_at');
+    query.whereIn('kind', kinds).whereNull('sent_at').whereNotNull('next_attempt_at').where({ test_mode: false });
     if (deps.onlyTo) query.whereIn('to', [...deps.onlyTo]);
     return query;
   }
@@ -158,11 +160,12 @@ export function startOutboxRelay(deps: OutboxRelayDeps): OutboxRelay {
         });
       return;
     }
+    // A sent SMS is an OTP code delivered: the outbox keeps no readable copy of it.
     await deps
       .db('outbox')
       .where({ id: row.id })
       .whereNull('sent_at')
-      .update({ sent_at: now(), next_attempt_at: null });
+      .update({ sent_at: now(), next_attempt_at: null, ...(row.kind === 'sms' ? { body: maskCodes(row.body) } : {}) });
     log.info('outbox message sent', { id: row.id, kind: row.kind, attempts });
   }
 

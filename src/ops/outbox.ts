@@ -2,13 +2,15 @@ import type { Db } from '../db/knex';
 import { intInRange } from './checks';
 import { iso } from '../lib/time';
 import { OpsError } from './errors';
+import { maskCodes } from '../messaging/mask';
 
 export interface OutboxMessageOut {
   id: number;
   kind: 'email' | 'sms';
   to: string;
   subject: string | null;
-  body: string;
+  /** The code of a sent SMS is masked; null once the janitor purged it (SMS, 10 minutes after queueing). */
+  body: string | null;
   created_at: string;
   /** When the relay handed it to a transport; null while pending, or when given up. */
   sent_at: string | null;
@@ -16,9 +18,11 @@ export interface OutboxMessageOut {
   last_error: string | null;
   /** When the relay tries next; null once sent or given up. */
   next_attempt_at: string | null;
+  /** Written for a test-mode session: kept here, never sent. */
+  test_mode: boolean;
 }
 
-/** Messages the development e-mail and SMS adapters recorded, newest first. */
+/** Outbox messages, newest first; the code of a sent SMS is masked (the shopper has it). */
 export async function listOutbox(
   db: Db,
   input: { kind?: string; limit?: number } = {},
@@ -40,10 +44,12 @@ export async function listOutbox(
     'attempts',
     'last_error',
     'next_attempt_at',
+    'test_mode',
   );
   return {
     messages: rows.map((r) => ({
       ...r,
+      body: r.kind === 'sms' && r.sent_at && r.body !== null ? maskCodes(r.body) : r.body,
       created_at: iso(r.created_at),
       sent_at: iso(r.sent_at),
       next_attempt_at: iso(r.next_attempt_at),

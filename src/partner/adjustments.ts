@@ -1,20 +1,8 @@
-import { isStorableText } from '../lib/text';
 import type { Db } from '../db/knex';
-import { ApiError, ErrorDetail } from '../http/errors';
+import { ApiError } from '../http/errors';
 import { newId } from '../lib/ids';
 import { log } from '../lib/log';
-import { isObject } from './rows';
-
-export const adjustmentCategories = ['damaged', 'external_sale', 'correction', 'received'] as const;
-export type AdjustmentCategory = (typeof adjustmentCategories)[number];
-export const MAX_ADJUSTMENT_ROWS = 100;
-
-export interface AdjustmentIn {
-  reason: string;
-  category: AdjustmentCategory;
-  unitValue?: number;
-  items: Array<{ sku: string; delta: number; locationId?: string }>;
-}
+import type { AdjustmentIn } from './schemas';
 
 export interface AdjustmentRowOut {
   adjustment_id: string;
@@ -25,73 +13,10 @@ export interface AdjustmentRowOut {
   stocked_quantity: number;
 }
 
-/** Deltas are stored as 32-bit integers; a larger one is refused as invalid rather than failing the write. */
-const MAX_ABS_DELTA = 2_147_483_647;
-
-/** `missing` when absent, null or blank; `invalid` when present but not a usable string; null when fine. */
-function textIssue(value: unknown): 'missing' | 'invalid' | null {
-  if (value === undefined || value === null || (typeof value === 'string' && value.trim() === '')) return 'missing';
-  return typeof value === 'string' && isStorableText(value) ? null : 'invalid';
-}
-
-/** Validates the whole body, listing every problem; throws `400 validation_error` when there are any. */
-export function readAdjustment(body: unknown): AdjustmentIn {
-  const b = isObject(body) ? body : {};
-  const details: ErrorDetail[] = [];
-  const reasonIssue = textIssue(b.reason);
-  if (reasonIssue) details.push({ field: 'reason', issue: reasonIssue });
-  if (!adjustmentCategories.includes(b.category as AdjustmentCategory)) {
-    details.push({ field: 'category', issue: b.category === undefined || b.category === null ? 'missing' : 'invalid' });
-  }
-  // unit_value is money: a whole number of dinars, more than 0; null counts as not sent.
-  const unitValue = b.unit_value ?? undefined;
-  if (unitValue !== undefined) {
-    if (b.category !== 'external_sale') details.push({ field: 'unit_value', issue: 'not_applicable' });
-    else if (typeof unitValue !== 'number' || !Number.isSafeInteger(unitValue) || unitValue <= 0) {
-      details.push({ field: 'unit_value', issue: 'invalid' });
-    }
-  }
-  const items: AdjustmentIn['items'] = [];
-  if (b.items === undefined || b.items === null) details.push({ field: 'items', issue: 'missing' });
-  else if (!Array.isArray(b.items)) details.push({ field: 'items', issue: 'invalid' });
-  else if (b.items.length === 0) details.push({ field: 'items', issue: 'empty' });
-  else if (b.items.length > MAX_ADJUSTMENT_ROWS) details.push({ field: 'items', issue: 'too_many' });
-  else {
-    const seen = new Set<string>();
-    b.items.forEach((raw, i) => {
-      if (!isObject(raw)) {
-        details.push({ field: `items[${i}]`, issue: 'invalid' });
-        return;
-      }
-      const skuIssue = textIssue(raw.external_sku);
-      const sku = skuIssue === null ? (raw.external_sku as string) : null;
-      if (skuIssue) details.push({ field: `items[${i}].external_sku`, issue: skuIssue });
-      else if (seen.has(sku!)) details.push({ field: `items[${i}].external_sku`, issue: 'duplicate_variant' });
-      else seen.add(sku!);
-      const delta = raw.delta;
-      const deltaOk =
-        typeof delta === 'number' && Number.isSafeInteger(delta) && delta !== 0 && Math.abs(delta) <= MAX_ABS_DELTA;
-      if (!deltaOk) {
-        details.push({
-          field: `items[${i}].delta`,
-          issue: delta === undefined || delta === null ? 'missing' : 'invalid',
-        });
-      }
-      const location = raw.location_id ?? undefined;
-      if (location !== undefined && textIssue(location) !== null) {
-        details.push({ field: `items[${i}].location_id`, issue: 'invalid' });
-      }
-      if (sku !== null && deltaOk)
-        items.push({ sku, delta: delta as number, locationId: location as string | undefined });
-    });
-  }
-  if (details.length > 0) throw ApiError.validation('The adjustment request is invalid.', details);
-  return {
-    reason: b.reason as string,
-    category: b.category as AdjustmentCategory,
-    unitValue: unitValue as number | undefined,
-    items,
-  };
+/** `units × unitAmount` in bigint; null beyond 2^53 − 1, an amount the ledger could not give back exactly. */
+function ledgerAmount(units: number, unitAmount: number): number | null {
+  const amount = BigInt(units) * BigInt(unitAmount);
+  return amount <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(amount) : null;
 }
 
 interface Resolved {
@@ -112,7 +37,7 @@ async function resolve(db: Db, sellerId: string, input: AdjustmentIn): Promise<R
     db.raw(
       `SELECT DISTINCT ON (v.sku) v.sku, v.id, v.unit_cost FROM variants v
         WHERE v.seller_id = ? AND v.sku = ANY(?) ORDER BY v.sku, v.product_id, v.id`,
-      [sellerId, input.items.map((i) => i.sku)],
+      [sellerId, input.items.map((i) => i.external_sku)],
     ),
     db('stock_locations').where({ seller_id: sellerId }).orderBy('position').select('id'),
   ]);
@@ -121,16 +46,16 @@ async function resolve(db: Db, sellerId: string, input: AdjustmentIn): Promise<R
   );
   const locationIds = new Set<string>(locations.map((l: { id: string }) => l.id));
   for (const item of input.items) {
-    if (!bySku.has(item.sku))
-      throw ApiError.notFound('inventory_item_not_found', `No inventory item has SKU ${item.sku}.`);
-    if (item.locationId !== undefined && !locationIds.has(item.locationId)) {
-      throw ApiError.notFound('inventory_item_not_found', `${item.locationId} is not one of your stock locations.`);
+    if (!bySku.has(item.external_sku))
+      throw ApiError.notFound('inventory_item_not_found', `No inventory item has SKU ${item.external_sku}.`);
+    if (item.location_id != null && !locationIds.has(item.location_id)) {
+      throw ApiError.notFound('inventory_item_not_found', `${item.location_id} is not one of your stock locations.`);
     }
   }
   const primary: string | undefined = locations[0]?.id;
   return input.items.map((item, index) => {
-    const variant = bySku.get(item.sku)!;
-    const locationId = item.locationId ?? primary;
+    const variant = bySku.get(item.external_sku)!;
+    const locationId = item.location_id ?? primary;
     if (locationId === undefined) {
       throw ApiError.validation(
         'The seller has no stock location configured.',
@@ -138,7 +63,14 @@ async function resolve(db: Db, sellerId: string, input: AdjustmentIn): Promise<R
         422,
       );
     }
-    return { index, sku: item.sku, delta: item.delta, variantId: variant.id, locationId, unitCost: variant.unit_cost };
+    return {
+      index,
+      sku: item.external_sku,
+      delta: item.delta,
+      variantId: variant.id,
+      locationId,
+      unitCost: variant.unit_cost,
+    };
   });
 }
 
@@ -152,6 +84,17 @@ export async function applyAdjustments(
   input: AdjustmentIn,
 ): Promise<AdjustmentRowOut[]> {
   const rows = await resolve(db, principal.sellerId, input);
+  // Cost of goods and write-offs (units × unit cost) must be exact amounts too.
+  const costed = input.category === 'damaged' || (input.category === 'external_sale' && input.unit_value != null);
+  const overflow = rows.filter(
+    (r) => costed && r.delta < 0 && r.unitCost !== null && !ledgerAmount(-r.delta, r.unitCost),
+  );
+  if (overflow.length > 0) {
+    throw ApiError.validation(
+      `units × unit cost is beyond ${Number.MAX_SAFE_INTEGER} IQD.`,
+      overflow.map((r) => ({ field: `items[${r.index}].delta`, issue: 'invalid' })),
+    );
+  }
   const out = await db.transaction(async (trx) => {
     const pairs = [...rows].sort((a, b) => (a.variantId + a.locationId < b.variantId + b.locationId ? -1 : 1));
     await trx.raw(
@@ -195,7 +138,7 @@ export async function applyAdjustments(
       level_after: levels.get(`${r.variantId}/${r.locationId}`)! + r.delta,
       reason: input.reason,
       category: input.category,
-      unit_value: input.unitValue ?? null,
+      unit_value: input.unit_value ?? null,
       api_key_id: principal.keyId,
     }));
     await trx('stock_adjustments').insert(audit);
@@ -237,14 +180,16 @@ async function bookkeeping(
       variant_id: r.variantId,
       adjustment_id: out[i].adjustment_id,
     };
-    if (input.category === 'external_sale' && input.unitValue !== undefined) {
+    if (input.category === 'external_sale' && input.unit_value != null) {
       return [
-        { ...base, kind: 'external_sale_revenue', amount: Math.round(units * input.unitValue) },
-        ...(r.unitCost !== null ? [{ ...base, kind: 'external_sale_cogs', amount: units * r.unitCost }] : []),
+        { ...base, kind: 'external_sale_revenue', amount: ledgerAmount(units, input.unit_value)! },
+        ...(r.unitCost !== null
+          ? [{ ...base, kind: 'external_sale_cogs', amount: ledgerAmount(units, r.unitCost)! }]
+          : []),
       ];
     }
     if (input.category === 'damaged' && r.unitCost !== null) {
-      return [{ ...base, kind: 'damaged_write_off', amount: units * r.unitCost }];
+      return [{ ...base, kind: 'damaged_write_off', amount: ledgerAmount(units, r.unitCost)! }];
     }
     return [];
   });

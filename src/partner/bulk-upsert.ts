@@ -127,35 +127,45 @@ async function updateProduct(trx: Db, sellerId: string, row: UpsertRow, productI
   if (row.categoryIds !== undefined) await replaceCategories(trx, productId, row.categoryIds);
 }
 
-/** Create: a draft product with one Default variant, its price, and initial stock at the first location. */
+/**
+ * Create: a draft product with one Default variant, its price, initial stock at the first location
+ * and its categories, in one statement.
+ */
 async function createProduct(trx: Db, ctx: Context, row: UpsertRow): Promise<string> {
   const productId = newId('prod');
   const variantId = newId('var');
-  await trx('products').insert({
-    id: productId,
-    seller_id: ctx.sellerId,
-    title: row.title,
-    handle: productHandle(row.title!),
-    status: 'draft',
-    description: row.description ?? '',
-  });
-  await trx('variants').insert({
-    id: variantId,
-    offer_id: newId('off'),
-    product_id: productId,
-    seller_id: ctx.sellerId,
-    sku: row.sku,
-    options: JSON.stringify(defaultVariantOptions),
-    price: row.priceIqd,
-  });
-  if (ctx.primaryLocationId !== null) {
-    await trx('stock_levels').insert({
-      variant_id: variantId,
-      location_id: ctx.primaryLocationId,
-      level: row.initialStock ?? 0,
-    });
-  }
-  if (row.categoryIds?.length) await replaceCategories(trx, productId, row.categoryIds);
+  const categoryIds = row.categoryIds ?? [];
+  await trx.raw(
+    `WITH p AS (
+       INSERT INTO products (id, seller_id, title, handle, status, description) VALUES (?, ?, ?, ?, 'draft', ?)
+     ), v AS (
+       INSERT INTO variants (id, offer_id, product_id, seller_id, sku, options, price) VALUES (?, ?, ?, ?, ?, ?, ?)
+     ), s AS (
+       INSERT INTO stock_levels (variant_id, location_id, level) SELECT ?, ?::text, ? WHERE ?::text IS NOT NULL
+     )
+     INSERT INTO product_categories (product_id, category_id, position)
+     SELECT ?, c.id, c.n - 1 FROM unnest(?::text[]) WITH ORDINALITY AS c(id, n)`,
+    [
+      productId,
+      ctx.sellerId,
+      row.title!,
+      productHandle(row.title!),
+      row.description ?? '',
+      variantId,
+      newId('off'),
+      productId,
+      ctx.sellerId,
+      row.sku,
+      JSON.stringify(defaultVariantOptions),
+      row.priceIqd!,
+      variantId,
+      ctx.primaryLocationId,
+      row.initialStock ?? 0,
+      ctx.primaryLocationId,
+      productId,
+      categoryIds,
+    ],
+  );
   return productId;
 }
 

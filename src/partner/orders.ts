@@ -1,12 +1,7 @@
 import { iso } from '../lib/time';
 import { isStorableText } from '../lib/text';
 import type { Db } from '../db/knex';
-
-/** Where a page of orders ends: the last row's settlement created_at and order id. */
-export interface OrdersKey {
-  placedAt: Date;
-  id: string;
-}
+import type { OrdersKey } from './schemas';
 
 interface SummaryRow {
   id: string;

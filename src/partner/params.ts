@@ -1,74 +1,103 @@
-import { isStorableText } from '../lib/text';
 import type { ParsedUrlQuery } from 'node:querystring';
-import { decodeCursor, encodeCursor } from '../http/cursor';
-import { ApiError } from '../http/errors';
-import type { OrdersKey } from './orders';
-import { parseRfc3339 } from './since';
+import { z } from 'zod';
+import { encodeCursor } from '../http/cursor';
+import { ApiError, ErrorDetail } from '../http/errors';
+import {
+  ADJUSTMENT_FIELD_ORDER,
+  AdjustmentIn,
+  OrdersKey,
+  adjustmentIn,
+  bulkBody,
+  orderListQuery,
+  productListQuery,
+} from './schemas';
+import { isObject } from './rows';
 
-/** `limit` the Partner way: a non-positive-integer value is ignored (default), a larger one capped. */
-export function partnerLimit(raw: unknown, page: { defaultLimit: number; maxLimit: number }): number {
-  if (typeof raw !== 'string' || !/^[0-9]+$/.test(raw)) return page.defaultLimit;
-  const n = Number(raw);
-  if (!Number.isSafeInteger(n) || n <= 0) return page.defaultLimit;
-  return Math.min(n, page.maxLimit);
+type Issue = z.core.$ZodIssue;
+
+/** A Partner field path: `items[3].external_sku`. */
+const fieldOf = (path: ReadonlyArray<PropertyKey>) =>
+  path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join('');
+
+/**
+ * Partner details: one per issue, its message being the stable token (`missing`, `invalid`, …),
+ * listed in the body's field order (`order` ranks the keys; array positions in index order).
+ */
+function partnerDetails(issues: Issue[], order: readonly string[] = []): ErrorDetail[] {
+  const rank = (k: PropertyKey) => {
+    const i = order.indexOf(String(k));
+    return i === -1 ? order.length : i;
+  };
+  const compare = (a: Issue, b: Issue) => {
+    for (let i = 0; i < Math.min(a.path.length, b.path.length); i++) {
+      const [x, y] = [a.path[i], b.path[i]];
+      const d = typeof x === 'number' && typeof y === 'number' ? x - y : rank(x) - rank(y);
+      if (d !== 0) return d;
+    }
+    return a.path.length - b.path.length;
+  };
+  return [...issues].sort(compare).map((issue) => ({ field: fieldOf(issue.path), issue: issue.message }));
 }
 
-const invalidCursor = () =>
-  ApiError.validation('cursor is not a cursor from this list.', [{ field: 'cursor', issue: 'invalid' }]);
-
-/** The decoded keyset of `cursor` for `list`, or null when absent or empty. */
-function partnerCursor(query: ParsedUrlQuery, list: string): Array<string | number> | null {
-  const raw = query.cursor;
-  if (raw === undefined || raw === '') return null;
-  if (typeof raw !== 'string') throw invalidCursor();
-  return decodeCursor(list, raw, invalidCursor);
+/** Parses `value` with `schema`, or throws `400 validation_error` with Partner details and `message(details)`. */
+function parse<S extends z.ZodType>(
+  schema: S,
+  value: unknown,
+  message: (details: ErrorDetail[]) => string,
+  extra: (issues: Issue[]) => Issue[] = (issues) => issues,
+  order?: readonly string[],
+): z.output<S> {
+  const result = schema.safeParse(value);
+  const issues = extra(result.success ? [] : result.error.issues);
+  if (issues.length === 0 && result.success) return result.data;
+  const details = partnerDetails(issues, order);
+  throw ApiError.validation(message(details), details);
 }
 
-const isId = (v: unknown): v is string => typeof v === 'string' && v !== '' && isStorableText(v);
+const QUERY_MESSAGES: Record<string, string> = {
+  status: 'status may be sent once.',
+  cursor: 'cursor is not a cursor from this list.',
+  since: 'since must be an RFC 3339 date-time with a zone, e.g. 2026-11-21T10:00:00Z.',
+};
+const queryMessage = (details: ErrorDetail[]) => details.map((d) => QUERY_MESSAGES[d.field!]).join(' ');
 
-/** `GET /products` pages by product id: the last id of the previous page, or null for the first page. */
-export function productsCursor(query: ParsedUrlQuery): string | null {
-  const key = partnerCursor(query, 'products');
-  if (key === null) return null;
-  if (key.length !== 1 || !isId(key[0])) throw invalidCursor();
-  return key[0];
-}
+/** `GET /products` query: status, the products cursor (last product id) and limit. */
+export const readProductListQuery = (query: ParsedUrlQuery) => parse(productListQuery, query, queryMessage);
+
+/** `GET /orders` query: since, the orders cursor (last settlement created_at and order id) and limit. */
+export const readOrderListQuery = (query: ParsedUrlQuery) => parse(orderListQuery, query, queryMessage);
 
 export const encodeProductsCursor = (lastProductId: string) => encodeCursor('products', [lastProductId]);
-
-/** `GET /orders` pages by (settlement created_at, order id): the previous page's last key, or null. */
-export function ordersCursor(query: ParsedUrlQuery): OrdersKey | null {
-  const key = partnerCursor(query, 'orders');
-  if (key === null) return null;
-  const [placedAt, id] = key;
-  const at = typeof placedAt === 'string' ? parseRfc3339(placedAt) : null;
-  if (key.length !== 2 || at === null || !isId(id)) throw invalidCursor();
-  return { placedAt: at, id };
-}
-
 export const encodeOrdersCursor = (last: OrdersKey) => encodeCursor('orders', [last.placedAt.toISOString(), last.id]);
 
-const invalidSince = () =>
-  ApiError.validation('since must be an RFC 3339 date-time with a zone, e.g. 2026-11-21T10:00:00Z.', [
-    { field: 'since', issue: 'invalid' },
-  ]);
-
-/** `since`: absent or empty is no bound; sent twice, or not an RFC 3339 date-time with a zone, is a 400. */
-export function sinceParam(query: ParsedUrlQuery): Date | undefined {
-  const raw = query.since;
-  if (raw === undefined || raw === '') return undefined;
-  if (typeof raw !== 'string') throw invalidSince();
-  const since = parseRfc3339(raw);
-  if (since === null) throw invalidSince();
-  return since;
+/**
+ * The bulk routes' only top-level check: `items` is an array of 1 to `max` rows (missing, not an
+ * array or empty is issue `missing`; over the cap is `too_many`). Everything else is per row.
+ */
+export function readBulkItems(body: unknown, max: number): unknown[] {
+  const b = isObject(body) ? body : {};
+  // Rows are read one by one by the route's service (a bad row is a rejected result), so any row passes here.
+  return parse(bulkBody(z.unknown(), max), b, ([detail]) =>
+    detail.issue === 'too_many'
+      ? `items holds ${(b.items as unknown[]).length} rows; the limit is ${max}.`
+      : `items must be an array of 1 to ${max} rows.`,
+  ).items;
 }
 
-/** `status` on `GET /products`: any string (an unknown one matches nothing); absent or empty is no filter. */
-export function statusParam(query: ParsedUrlQuery): string | undefined {
-  const raw = query.status;
-  if (raw === undefined || raw === '') return undefined;
-  if (typeof raw !== 'string') {
-    throw ApiError.validation('status may be sent once.', [{ field: 'status', issue: 'invalid' }]);
-  }
-  return raw;
+/**
+ * `POST /inventory/adjustments` body, every problem listed at once in field order. `unit_value`
+ * with a category other than `external_sale` is `not_applicable` (whatever its value); a body
+ * that is not an object is read as `{}`.
+ */
+export function readAdjustment(body: unknown): AdjustmentIn {
+  const b = isObject(body) ? body : {};
+  const notApplicable = (b.unit_value ?? null) !== null && b.category !== 'external_sale';
+  const crossField = (issues: Issue[]): Issue[] =>
+    notApplicable
+      ? [
+          ...issues.filter((i) => i.path[0] !== 'unit_value'),
+          { code: 'custom', path: ['unit_value'], message: 'not_applicable', input: b.unit_value },
+        ]
+      : issues;
+  return parse(adjustmentIn, b, () => 'The adjustment request is invalid.', crossField, ADJUSTMENT_FIELD_ORDER);
 }

@@ -1,9 +1,10 @@
 import Router from '@koa/router';
-import type { AppDeps } from '../app';
-import { partnerChainDeps } from '../app';
+import type { AppDeps } from '../deps';
+import { partnerChainDeps } from '../deps';
 import { ApiError } from '../http/errors';
 import { partnerChain } from '../http/partner-chain';
-import { applyAdjustments, readAdjustment } from './adjustments';
+import { servedPartnerDocument } from '../openapi/routes';
+import { applyAdjustments } from './adjustments';
 import { bulkUpsertProducts } from './bulk-upsert';
 import { findProductBySku, listProducts } from './catalog-read';
 import { bulkUpdateInventory } from './inventory-bulk';
@@ -11,13 +12,12 @@ import { getOrder, listOrders } from './orders';
 import {
   encodeOrdersCursor,
   encodeProductsCursor,
-  ordersCursor,
-  partnerLimit,
-  productsCursor,
-  sinceParam,
-  statusParam,
+  readAdjustment,
+  readBulkItems,
+  readOrderListQuery,
+  readProductListQuery,
 } from './params';
-import { BULK_INVENTORY_ROWS, BULK_PRODUCT_ROWS, bulkItems, ORDERS_PAGE, PRODUCTS_PAGE } from './schemas';
+import { BULK_INVENTORY_ROWS, BULK_PRODUCT_ROWS } from './schemas';
 import { productOut } from './serializers';
 
 /** The Partner API under `/partner/v1`: eight operations, keyed by the seller's SKU. */
@@ -30,11 +30,16 @@ export function partnerRouter(deps: AppDeps): Router {
     ctx.body = { status: 'ok', api: 'partner', version: 'v1', currency: 'IQD' };
   });
 
+  router.get('/openapi.json', (ctx) => {
+    ctx.body = servedPartnerDocument();
+  });
+
   router.get('/products', ...partnerChain(chain, { scope: 'catalog:read' }), async (ctx) => {
+    const q = readProductListQuery(ctx.query);
     const page = await listProducts(db, ctx.state.partner.sellerId, {
-      status: statusParam(ctx.query),
-      afterId: productsCursor(ctx.query) ?? undefined,
-      limit: partnerLimit(ctx.query.limit, PRODUCTS_PAGE),
+      status: q.status,
+      afterId: q.cursor ?? undefined,
+      limit: q.limit,
     });
     const last = page.rows[page.rows.length - 1];
     ctx.body = {
@@ -54,7 +59,7 @@ export function partnerRouter(deps: AppDeps): Router {
     '/products/bulk',
     ...partnerChain(chain, { scope: 'catalog:write', idempotent: 'POST /products/bulk', rateLimited: 'products-bulk' }),
     async (ctx) => {
-      const items = bulkItems(ctx.request.body, BULK_PRODUCT_ROWS);
+      const items = readBulkItems(ctx.request.body, BULK_PRODUCT_ROWS);
       ctx.body = { results: await bulkUpsertProducts(db, ctx.state.partner.sellerId, items) };
     },
   );
@@ -67,7 +72,7 @@ export function partnerRouter(deps: AppDeps): Router {
       rateLimited: 'inventory-bulk',
     }),
     async (ctx) => {
-      const items = bulkItems(ctx.request.body, BULK_INVENTORY_ROWS);
+      const items = readBulkItems(ctx.request.body, BULK_INVENTORY_ROWS);
       ctx.body = { results: await bulkUpdateInventory(db, ctx.state.partner.sellerId, items) };
     },
   );
@@ -83,10 +88,11 @@ export function partnerRouter(deps: AppDeps): Router {
   );
 
   router.get('/orders', ...partnerChain(chain, { scope: 'orders:read' }), async (ctx) => {
+    const q = readOrderListQuery(ctx.query);
     const page = await listOrders(db, ctx.state.partner.sellerId, {
-      since: sinceParam(ctx.query),
-      after: ordersCursor(ctx.query) ?? undefined,
-      limit: partnerLimit(ctx.query.limit, ORDERS_PAGE),
+      since: q.since,
+      after: q.cursor ?? undefined,
+      limit: q.limit,
     });
     ctx.body = {
       data: page.data,

@@ -1,4 +1,4 @@
-import type { DeliveryState, PendingDelivery } from './delivery-messages';
+import type { DeliveryState, PendingDelivery } from '../temporal/delivery';
 
 /** How many finished deliveries a queue remembers to ignore a repeated signal (the DB catches older ones). */
 export const RECENT_KEYS = 2000;

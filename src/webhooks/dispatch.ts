@@ -1,7 +1,9 @@
 import type { Client } from '@temporalio/client';
 import type { Db } from '../db/knex';
 import type { KeyMode } from '../keys/keys';
-import { DeliverRequest, deliverSignal, DeliveryWorkflowInput, deliveryWorkflowType } from './delivery-messages';
+import { mapLimited } from '../lib/concurrency';
+import { log } from '../lib/log';
+import { WakeTarget, wakeEndpoint } from '../temporal/delivery';
 import { subscribes } from './endpoint-row';
 
 /** The event columns fan-out reads. */
@@ -51,22 +53,38 @@ export async function endpointsFor(
   return out;
 }
 
+/** The endpoints to wake, with their merchant's name (for the workflow's summary). */
+export async function wakeTargets(db: Db, endpointIds: readonly string[]): Promise<WakeTarget[]> {
+  if (endpointIds.length === 0) return [];
+  return db('webhook_endpoints as e')
+    .join('merchants as m', 'm.id', 'e.merchant_id')
+    .whereIn('e.id', endpointIds)
+    .select(
+      'e.id',
+      'e.merchant_id as merchantId',
+      'e.mode',
+      'e.url',
+      'm.display_name as merchantName',
+      'e.max_in_flight as maxInFlight',
+    );
+}
+
 /**
- * Hands deliveries to an endpoint's workflow (workflow id = endpoint id), starting it if needed.
- * Idempotent: the workflow ignores an event and generation it already has.
+ * Wakes each endpoint's workflow after the rows were committed; a failed signal is logged and
+ * left to the dispatcher's sweep, which wakes endpoints whose rows stay overdue.
  */
-export async function signalDelivery(
+export async function wakeAll(
   temporal: Client,
   taskQueue: string,
-  endpointId: string,
-  request: DeliverRequest,
+  targets: ReadonlyArray<{ target: WakeTarget; count?: number }>,
+  concurrency: number,
 ): Promise<void> {
-  const input: DeliveryWorkflowInput = { endpointId };
-  await temporal.workflow.signalWithStart(deliveryWorkflowType, {
-    workflowId: endpointId,
-    taskQueue,
-    args: [input],
-    signal: deliverSignal,
-    signalArgs: [request],
-  });
+  await mapLimited(targets, concurrency, ({ target, count }) =>
+    wakeEndpoint(temporal, taskQueue, target, count).catch((err) =>
+      log.warn('could not wake a delivery workflow; the dispatcher sweep retries', {
+        endpoint_id: target.id,
+        error: err instanceof Error ? err.message : String(err),
+      }),
+    ),
+  );
 }

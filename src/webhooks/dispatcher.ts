@@ -1,9 +1,10 @@
-import { mapLimited } from '../lib/concurrency';
 import type { Client } from '@temporalio/client';
 import { EVENTS_CHANNEL } from '../checkout/events';
 import type { Db } from '../db/knex';
 import { type NotifiedLoop, startNotifiedLoop } from '../db/notified-loop';
-import { DispatchableEvent, endpointsFor, signalDelivery } from './dispatch';
+import { log } from '../lib/log';
+import { DispatchableEvent, endpointsFor, wakeAll, wakeTargets } from './dispatch';
+import { enqueue, overdueEndpoints, QueueEntry } from './queue';
 
 export interface DispatcherDeps {
   db: Db;
@@ -11,7 +12,7 @@ export interface DispatcherDeps {
   databaseUrl: string;
   temporal: Client;
   taskQueue: string;
-  /** How often undispatched events are swept up without a notification (a missed one, a crash). */
+  /** How often undispatched events and overdue queue rows are swept up without a notification. */
   sweepEveryMs?: number;
   /** Events per transaction. */
   batchSize?: number;
@@ -24,23 +25,27 @@ export interface DispatcherDeps {
 /** `drain()` dispatches every undispatched event now; `stop()` waits for the running pass. */
 export type Dispatcher = Omit<NotifiedLoop, 'ready'>;
 
+/** Queue rows overdue by this much get their endpoint's workflow woken again (a lost wake). */
+const OVERDUE_MS = 30_000;
+
 /**
  * Webhook fan-out after commit, run by the worker process: LISTENs on the events channel (Postgres
- * announces an event only when its transaction commits) and sweeps every few seconds. Each pass
- * locks a batch of undispatched events (FOR UPDATE SKIP LOCKED, so several dispatchers share the
- * work), hands them to their endpoints' delivery workflows (one signal per endpoint and batch),
- * and marks them dispatched in the same
- * transaction. A dispatcher dying midway leaves its events undispatched for the next pass, and the
- * workflows ignore the signals it repeats: no committed event is lost.
+ * announces an event only when its transaction commits) and sweeps every few seconds. Each batch
+ * is one short transaction that locks undispatched events (FOR UPDATE SKIP LOCKED, so several
+ * dispatchers share the work), queues one row per matching endpoint in `webhook_queue` and marks
+ * the events dispatched; after the commit, and never inside it, each endpoint's workflow gets one
+ * wake signal. A dispatcher dying after the commit loses no delivery: the rows are in Postgres,
+ * and the sweep wakes any endpoint whose rows stay overdue.
  */
 export function startDispatcher(deps: DispatcherDeps): Dispatcher {
   const sweepEveryMs = deps.sweepEveryMs ?? 5000;
   const batchSize = deps.batchSize ?? 200;
   const concurrency = deps.concurrency ?? 16;
+  let lastSweep = 0;
 
-  /** One batch in one transaction; returns how many events it dispatched. */
+  /** One batch; returns how many events it dispatched. */
   async function dispatchBatch(): Promise<number> {
-    return deps.db.transaction(async (trx) => {
+    const { count, wakes } = await deps.db.transaction(async (trx) => {
       const query = trx('events')
         .whereNull('dispatched_at')
         .orderBy('created_at')
@@ -50,28 +55,43 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
         .select('id', 'merchant_id', 'mode', 'type', 'target_endpoint_id');
       if (deps.merchantIds) query.whereIn('merchant_id', [...deps.merchantIds]);
       const events: DispatchableEvent[] = await query;
-      if (events.length === 0) return 0;
+      if (events.length === 0) return { count: 0, wakes: [] };
       const targets = await endpointsFor(trx, events, { enabledOnly: false });
-      // One signal per endpoint for the whole batch, events in commit order.
-      const perEndpoint = new Map<string, string[]>();
-      for (const e of events) {
-        for (const endpointId of targets.get(e.id) ?? []) {
-          const ids = perEndpoint.get(endpointId) ?? [];
-          if (ids.length === 0) perEndpoint.set(endpointId, ids);
-          ids.push(e.id);
-        }
-      }
-      await mapLimited([...perEndpoint], concurrency, ([endpointId, eventIds]) =>
-        signalDelivery(deps.temporal, deps.taskQueue, endpointId, { eventIds, generation: 0 }),
+      const entries: QueueEntry[] = events.flatMap((e) =>
+        (targets.get(e.id) ?? []).map((endpointId) => ({ eventId: e.id, endpointId })),
       );
+      const counts = await enqueue(trx, entries, 0);
       await trx('events')
         .whereIn(
           'id',
           events.map((e) => e.id),
         )
         .update({ dispatched_at: trx.fn.now() });
-      return events.length;
+      const described = await wakeTargets(trx, [...counts.keys()]);
+      return { count: events.length, wakes: described.map((target) => ({ target, count: counts.get(target.id) })) };
     });
+    await wakeAll(deps.temporal, deps.taskQueue, wakes, concurrency);
+    return count;
+  }
+
+  /** Wakes the workflows of endpoints whose queue rows stay overdue (at most once per sweep interval). */
+  async function sweepOverdue(): Promise<void> {
+    if (Date.now() - lastSweep < sweepEveryMs) return;
+    lastSweep = Date.now();
+    try {
+      const ids = await overdueEndpoints(deps.db, OVERDUE_MS, deps.merchantIds);
+      const targets = await wakeTargets(deps.db, ids);
+      await wakeAll(
+        deps.temporal,
+        deps.taskQueue,
+        targets.map((target) => ({ target })),
+        concurrency,
+      );
+    } catch (err) {
+      log.warn('overdue webhook sweep failed; the next one retries', {
+        error: err instanceof Error ? err.message : String(err),
+      });
+    }
   }
 
   return startNotifiedLoop({
@@ -81,6 +101,7 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
     everyMs: sweepEveryMs,
     batchSize,
     batch: dispatchBatch,
+    beforePass: sweepOverdue,
     enabled: deps.merchantIds?.size !== 0,
   });
 }

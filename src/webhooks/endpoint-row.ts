@@ -15,6 +15,11 @@ export interface EndpointRow {
   previous_secret_expires_at: Date | null;
   failing_since: Date | null;
   last_success_at: Date | null;
+  /** The create's Idempotency-Key and request hash: what a create run again converges on. */
+  idempotency_key: string | null;
+  request_hash: string | null;
+  /** POSTs in flight to the endpoint at most. */
+  max_in_flight: number;
   created_at: Date;
   updated_at: Date;
 }

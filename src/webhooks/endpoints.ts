@@ -1,9 +1,9 @@
-import { WorkflowNotFoundError } from '@temporalio/client';
 import { ApiError } from '../http/errors';
+import { canonicalJson, sha256Hex } from '../lib/hash';
 import { newId } from '../lib/ids';
 import { log } from '../lib/log';
-import { endpointDeletedSignal } from './delivery-messages';
 import type { MerchantScope, WebhookDeps } from './deps';
+import { signalEndpointDeleted } from '../temporal/delivery';
 import type { EndpointRow } from './endpoint-row';
 import { ROTATION_OVERLAP_MS } from './schedule';
 import type { EndpointIn, EndpointPatch } from './schemas';
@@ -11,7 +11,8 @@ import { newSigningSecret } from './signing';
 import { checkWebhookUrl } from './url-safety';
 import type { WebhookRuntime } from './runtime';
 
-const notFound = () => ApiError.notFound('endpoint_not_found', 'No such webhook endpoint.');
+export const endpointNotFound = () => ApiError.notFound('endpoint_not_found', 'No such webhook endpoint.');
+const notFound = endpointNotFound;
 
 /** Refuses an unsafe target with `400 validation_error`, details `[{ field: 'url', issue }]`. */
 async function assertSafeUrl(runtime: WebhookRuntime, url: string): Promise<void> {
@@ -19,16 +20,47 @@ async function assertSafeUrl(runtime: WebhookRuntime, url: string): Promise<void
   if (!check.ok) throw ApiError.validation(check.message, [{ field: 'url', issue: check.issue }]);
 }
 
-/** `POST /webhook_endpoints`: registers an enabled endpoint of the key's mode; the secret is returned only here. */
+/** The arbiter of creates under one Idempotency-Key and request. */
+const ONE_PER_REQUEST = '(merchant_id, mode, idempotency_key, request_hash) WHERE idempotency_key IS NOT NULL';
+
+/**
+ * `POST /webhook_endpoints`: registers an enabled endpoint of the key's mode; the secret is returned
+ * only here. Creates with the same Idempotency-Key and request converge on one endpoint (a unique
+ * index): one inserts, the others (concurrent ones, or one after the 24-hour record is gone) answer
+ * with that endpoint and its current secret. Another request under an old key makes its own.
+ */
 export async function createEndpoint(
   deps: WebhookDeps,
   scope: MerchantScope,
   input: EndpointIn,
+  idempotencyKey: string,
 ): Promise<{ endpoint: EndpointRow; secret: string }> {
   if (input.mode !== scope.mode) {
     throw ApiError.forbidden('mode_mismatch', `A ${scope.mode} key cannot register a ${input.mode} endpoint.`);
   }
   await assertSafeUrl(deps.runtime, input.url);
+  const requestHash = sha256Hex(canonicalJson(input));
+  const same = { merchant_id: scope.merchantId, mode: scope.mode, idempotency_key: idempotencyKey };
+  // Twice at most: an earlier endpoint deleted between the two statements leaves the way free.
+  for (let attempt = 0; attempt < 2; attempt++) {
+    const created = await insertEndpoint(deps, scope, input, { idempotencyKey, requestHash });
+    if (created) return created;
+    const earlier: EndpointRow | undefined = await deps
+      .db('webhook_endpoints')
+      .where({ ...same, request_hash: requestHash })
+      .first();
+    if (earlier)
+      return { endpoint: earlier, secret: deps.runtime.cipher.decrypt(earlier.secret_ciphertext, earlier.id) };
+  }
+  throw new Error('webhook endpoint create kept colliding with a deleted one');
+}
+
+async function insertEndpoint(
+  deps: WebhookDeps,
+  scope: MerchantScope,
+  input: EndpointIn,
+  request: { idempotencyKey: string; requestHash: string },
+): Promise<{ endpoint: EndpointRow; secret: string } | null> {
   const id = newId('we');
   const secret = newSigningSecret();
   const now = deps.clock();
@@ -43,11 +75,15 @@ export async function createEndpoint(
       status: 'enabled',
       description: input.description ?? null,
       secret_ciphertext: deps.runtime.cipher.encrypt(secret, id),
+      idempotency_key: request.idempotencyKey,
+      request_hash: request.requestHash,
       created_at: now,
       updated_at: now,
     })
+    .onConflict(deps.db.raw(ONE_PER_REQUEST))
+    .ignore()
     .returning('*');
-  return { endpoint, secret };
+  return endpoint ? { endpoint, secret } : null;
 }
 
 /** The merchant's endpoints in this mode, newest first. */
@@ -106,20 +142,28 @@ export async function updateEndpoint(
 
 /**
  * `DELETE /webhook_endpoints/{id}`: deletes the row (its secrets with it), then tells the delivery
- * workflow, which records its scheduled retries as `endpoint_deleted` and stops. Should the signal
- * not arrive, each retry finds the endpoint gone when it comes due and does the same.
+ * workflow (started if none runs), which records the endpoint's pending rows as `endpoint_deleted`
+ * and stops. Should the signal not arrive, the workflow's next look at the queue finds the
+ * endpoint gone and does the same.
  */
 export async function deleteEndpoint(deps: WebhookDeps, scope: MerchantScope, id: string): Promise<void> {
-  const deleted = await deps
+  const [deleted] = await deps
     .db('webhook_endpoints')
     .where({ id, merchant_id: scope.merchantId, mode: scope.mode })
     .delete()
-    .returning('id');
-  if (deleted.length === 0) throw notFound();
+    .returning(['id', 'url']);
+  if (!deleted) throw notFound();
+  const merchant = await deps.db('merchants').where({ id: scope.merchantId }).first('display_name');
+  const target = {
+    id,
+    url: deleted.url,
+    merchantId: scope.merchantId,
+    mode: scope.mode,
+    merchantName: merchant?.display_name ?? '',
+  };
   try {
-    await deps.temporal.workflow.getHandle(id).signal(endpointDeletedSignal);
+    await signalEndpointDeleted(deps.temporal, deps.taskQueue, target);
   } catch (err) {
-    if (err instanceof WorkflowNotFoundError) return; // nothing was ever delivered to it
     log.warn('could not signal the delivery workflow of a deleted endpoint', {
       endpoint_id: id,
       error: err instanceof Error ? err.message : String(err),

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Settings } from '../config';
+import type { Db } from '../db/knex';
 import { log } from '../lib/log';
 import { parseSecretKey, secretCipher, SecretCipher } from './secret-crypto';
 import { Resolver, systemResolver } from './url-safety';
@@ -15,6 +16,11 @@ export interface WebhookRuntime {
   resolve: Resolver;
   /** Extra certificate authorities (PEM) trusted beside Node's roots, never instead of verification. */
   extraCa: string[];
+  /**
+   * A test seam, unset in production: runs after a batch's POSTs and before their rows are
+   * updated; a throw there is a worker dying between the POST and the row update.
+   */
+  afterSend?: (eventIds: string[]) => void | Promise<void>;
 }
 
 /** A well-known key, used only when WEBHOOK_SECRET_KEY is unset (development); never for real secrets. */
@@ -22,6 +28,24 @@ const DEVELOPMENT_KEY = createHash('sha256').update('svc-payments development we
 let warned = false;
 
 type WebhookSettings = Pick<Settings, 'WEBHOOK_ALLOWED_HOSTS' | 'WEBHOOK_SECRET_KEY' | 'WEBHOOK_EXTRA_CA_PATH'>;
+
+/**
+ * Live use needs a secret key of its own: the development key is in the repository, so secrets it
+ * encrypts are as good as public. Throws when WEBHOOK_SECRET_KEY is unset and the process serves
+ * live Partner keys (PARTNER_ENVIRONMENT=live) or any live Checkout key is in use (one indexed
+ * query). The API and the worker run it before they start; `checkout-key create --mode live` too.
+ */
+export async function requireSecretKeyForLive(
+  settings: Pick<Settings, 'WEBHOOK_SECRET_KEY' | 'PARTNER_ENVIRONMENT'>,
+  db: Db,
+): Promise<void> {
+  if (settings.WEBHOOK_SECRET_KEY) return;
+  const refuse = (why: string) =>
+    new Error(`WEBHOOK_SECRET_KEY must be set (openssl rand -hex 32) when ${why}: the development key is public.`);
+  if (settings.PARTNER_ENVIRONMENT === 'live') throw refuse('PARTNER_ENVIRONMENT=live');
+  const live = await db('checkout_keys').where({ mode: 'live' }).whereNull('revoked_at').first('id');
+  if (live) throw refuse('a live Checkout key is in use');
+}
 
 /** The runtime from settings; `overrides` replace parts of it (tests inject a resolver). */
 export function webhookRuntime(settings: WebhookSettings, overrides: Partial<WebhookRuntime> = {}): WebhookRuntime {

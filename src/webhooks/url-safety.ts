@@ -45,8 +45,8 @@ for (const [net, prefix] of [
   nonPublic.addSubnet(net, prefix, 'ipv4');
 }
 for (const [net, prefix] of [
-  ['::', 128],
-  ['::1', 128],
+  ['::', 96], // unspecified, loopback and IPv4-compatible (::a.b.c.d, deprecated): ::7f00:1 is 127.0.0.1
+  ['::ffff:0:0:0', 96], // IPv4-translated (SIIT): embeds an IPv4 address
   ['64:ff9b::', 96], // NAT64: could reach any IPv4 address, private ones included
   ['64:ff9b:1::', 48],
   ['100::', 64],

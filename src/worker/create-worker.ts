@@ -1,12 +1,17 @@
-import type { Client } from '@temporalio/client';
 import { NativeConnection, Worker, WorkerOptions } from '@temporalio/worker';
-import { WorkflowIdConflictPolicy } from '@temporalio/common';
 import { createActivities } from '../../activities';
+import { createDeliveryActivities } from '../../activities/delivery';
 import { loadSettings } from '../config';
 import type { Db } from '../db/knex';
 import type { Clock } from '../lib/clock';
-import { janitorWorkflowId } from '../temporal/names';
+import { webhookActivityQueue } from '../temporal/delivery';
 import { WebhookRuntime, webhookRuntime } from '../webhooks/runtime';
+
+/**
+ * Slots of the main task queue: workflow tasks of every workflow, and the short activities of
+ * sessions, attempts, refunds and the janitor (each one or two Postgres transactions).
+ */
+export const MAIN_SLOTS = { workflowTasks: 40, activities: 40 } as const;
 
 export interface WorkerDeps {
   connection: NativeConnection;
@@ -17,34 +22,60 @@ export interface WorkerDeps {
   publicBaseUrl: string;
   /** Webhook delivery dependencies; built from the environment's settings when absent. */
   webhooks?: WebhookRuntime;
+  /** Webhook delivery activities run at once on `<taskQueue>-webhooks` (default WEBHOOK_ACTIVITY_SLOTS; 0: no webhook worker). */
+  webhookSlots?: number;
   /** A prebuilt workflow bundle (tests build it once); otherwise the workflows are bundled now. */
   workflowBundle?: { codePath: string } | { code: string };
 }
 
-/** The worker that runs every workflow in `workflows/` and every activity in `activities/`. */
-export function createWorker(deps: WorkerDeps): Promise<Worker> {
+/**
+ * The worker of this process: every workflow in `workflows/` and every activity in `activities/`
+ * on the main task queue, and beside it, on `<taskQueue>-webhooks` with slots of its own, the
+ * webhook delivery activities of `endpointDeliveryWorkflow` (slow receivers never take the slots
+ * that expiry and settlement need). The old `deliveryWorkflow` type still finds its activities on
+ * the main queue. `run()` runs both until `shutdown()` stops both.
+ */
+export async function createWorker(deps: WorkerDeps): Promise<Worker> {
+  const settings = loadSettings();
+  const webhooks = deps.webhooks ?? webhookRuntime(settings);
+  const activityDeps = { db: deps.db, clock: deps.clock, publicBaseUrl: deps.publicBaseUrl, webhooks };
   const workflows: Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> = deps.workflowBundle
     ? { workflowBundle: deps.workflowBundle }
     : { workflowsPath: require.resolve('../../workflows') };
-  return Worker.create({
+  const main = await Worker.create({
     connection: deps.connection,
     namespace: deps.namespace,
     taskQueue: deps.taskQueue,
-    activities: createActivities({
-      db: deps.db,
-      clock: deps.clock,
-      publicBaseUrl: deps.publicBaseUrl,
-      webhooks: deps.webhooks ?? webhookRuntime(loadSettings()),
-    }),
+    activities: createActivities(activityDeps),
+    maxConcurrentWorkflowTaskExecutions: MAIN_SLOTS.workflowTasks,
+    maxConcurrentActivityTaskExecutions: MAIN_SLOTS.activities,
     ...workflows,
   });
+  const webhookSlots = deps.webhookSlots ?? settings.WEBHOOK_ACTIVITY_SLOTS;
+  if (webhookSlots === 0) return main;
+  const delivery = await Worker.create({
+    connection: deps.connection,
+    namespace: deps.namespace,
+    taskQueue: webhookActivityQueue(deps.taskQueue),
+    activities: createDeliveryActivities(activityDeps),
+    maxConcurrentActivityTaskExecutions: webhookSlots,
+  });
+  return runTogether(main, delivery);
 }
 
-/** Starts the janitor unless it already runs (idempotent; safe from every worker copy). */
-export async function ensureJanitor(client: Client, taskQueue: string): Promise<void> {
-  await client.workflow.start('janitorWorkflow', {
-    workflowId: janitorWorkflowId,
-    taskQueue,
-    workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+/** `main`, whose `run()` also runs `companion` (and stops it when either stops) and whose `shutdown()` stops both. */
+function runTogether(main: Worker, companion: Worker): Worker {
+  const run = main.run.bind(main);
+  const shutdown = main.shutdown.bind(main);
+  const stopBoth = () => {
+    if (main.getState() === 'RUNNING') shutdown();
+    if (companion.getState() === 'RUNNING') companion.shutdown();
+  };
+  return Object.assign(main, {
+    run: async () => {
+      const runs = [run(), companion.run()].map((p) => p.finally(stopBoth));
+      await Promise.all(runs);
+    },
+    shutdown: stopBoth,
   });
 }

@@ -1,5 +1,5 @@
 import type { Page } from 'playwright-core';
-import { attemptSchedule } from '../../src/temporal/session-schedule';
+import { attemptSchedule } from '../../src/temporal/session';
 import { historyOf, shopper, until } from '../helpers/checkout-payments';
 import { newShopper, screenshots } from './browser';
 import { landedAtMerchant, openSession, orderBody, stubOutside, useShopperWorld } from './shop';

@@ -3,6 +3,7 @@ import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { createActivities } from '../../activities';
 import { checkoutStack } from '../../src/app';
+import type { Gateways } from '../../src/checkout/gateways';
 import type { PublicAdapters } from '../../src/checkout/public-routes';
 import { checkoutRouter } from '../../src/checkout/routes';
 import type { Db } from '../../src/db/knex';
@@ -108,7 +109,7 @@ const EventType = temporal.api.enums.v1.EventType;
 const summaryOf = (e: temporal.api.history.v1.IHistoryEvent) =>
   e.userMetadata?.summary?.data ? JSON.parse(Buffer.from(e.userMetadata.summary.data).toString()) : '';
 
-/** A workflow's history as short lines (timers with their seconds and summary, signals, activities). */
+/** A workflow's history as short lines (timers with their whole seconds and summary, signals, activities). */
 export async function historyOf(stack: Stack, workflowId: string): Promise<string[]> {
   const history = await stack.env.client.workflow.getHandle(workflowId).fetchHistory();
   return (history.events ?? []).flatMap((e) => {
@@ -117,7 +118,8 @@ export async function historyOf(stack: Stack, workflowId: string): Promise<strin
         return [`started ${e.workflowExecutionStartedEventAttributes?.workflowType?.name}`];
       case EventType.EVENT_TYPE_TIMER_STARTED: {
         const t = e.timerStartedEventAttributes?.startToFireTimeout;
-        const seconds = Number(t?.seconds ?? 0) + Number(t?.nanos ?? 0) / 1e9;
+        // Whole seconds: a timer to a recorded deadline is a few ms short of the whole span.
+        const seconds = Math.round(Number(t?.seconds ?? 0) + Number(t?.nanos ?? 0) / 1e9);
         return [`timer ${seconds} s: ${summaryOf(e)}`];
       }
       case EventType.EVENT_TYPE_TIMER_FIRED:
@@ -141,16 +143,25 @@ export async function untilHistoryEndsWith(stack: Stack, workflowId: string, las
   await until(async () => (await historyOf(stack, workflowId)).at(-1) === last, `history to end with "${last}"`);
 }
 
+const taskOut = (history: temporal.api.history.v1.IHistory) =>
+  [EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED].includes(
+    history.events?.at(-1)?.eventType ?? EventType.EVENT_TYPE_UNSPECIFIED,
+  );
+
 /** The events of `type` recorded about session `sessionId`, oldest first. */
 export const sessionEvents = (db: Db, sessionId: string, type: string) =>
   db('events').where({ type }).whereRaw("data_object->>'id' = ?", [sessionId]).orderBy('created_at').orderBy('id');
 
 /**
  * A Checkout API of its own beside the stack (same Temporal server and clock, its own task queue,
- * optionally its own database or adapters) with a worker the test can stop and start (the stack's
+ * optionally its own database, adapters, or vendors for its worker's activities) with a worker the
+ * test can stop and start (the stack's
  * `restartWorker` cannot leave time to pass in between).
  */
-export async function sideApi(stack: Stack, opts: { db?: Db; adapters?: PublicAdapters } = {}) {
+export async function sideApi(
+  stack: Stack,
+  opts: { db?: Db; adapters?: PublicAdapters; workerGateways?: Gateways } = {},
+) {
   const taskQueue = `side-${randomString(10)}`;
   const db = opts.db ?? stack.db;
   const deps = { ...stack.deps, db, settings: { ...stack.deps.settings, TEMPORAL_TASK_QUEUE: taskQueue } };
@@ -180,6 +191,7 @@ export async function sideApi(stack: Stack, opts: { db?: Db; adapters?: PublicAd
           clock: stack.clock,
           publicBaseUrl: stack.settings.PUBLIC_BASE_URL,
           webhooks: stack.deps.webhooks ?? webhookRuntime(stack.settings),
+          gateways: opts.workerGateways,
         }),
         workflowBundle: { codePath: readRunEnv().workflowBundlePath },
         maxCachedWorkflows: 0,
@@ -194,11 +206,11 @@ export async function sideApi(stack: Stack, opts: { db?: Db; adapters?: PublicAd
     },
     async close() {
       for (const id of sessions) {
-        // A timer firing on a queue nobody polls would stop the test server from skipping time.
-        await stack.env.client.workflow
-          .getHandle(id)
-          .terminate('test over')
-          .catch(() => undefined);
+        // A timer firing on a queue nobody polls would stop the test server from skipping time,
+        // and so would a run ended while its workflow task is out: let the worker finish it first.
+        const handle = stack.env.client.workflow.getHandle(id);
+        if (current) await until(async () => !taskOut(await handle.fetchHistory()), `${id}'s workflow task`, 50);
+        await handle.terminate('test over').catch(() => undefined);
       }
       await side.stopWorker();
       await http.close();

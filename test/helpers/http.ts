@@ -1,3 +1,5 @@
+import { checkContract } from './contract';
+
 /** A response as tests read it: status, headers and the parsed JSON body (or raw text). */
 export interface TestResponse<T = any> {
   status: number;
@@ -15,7 +17,7 @@ export interface RequestOptions {
   idempotencyKey?: string;
 }
 
-/** Calls the app over real HTTP. */
+/** Calls the app over real HTTP; the answer is checked against the OpenAPI documents (see checkContract). */
 export async function call(
   baseUrl: string,
   method: string,
@@ -37,5 +39,7 @@ export async function call(
   } catch {
     /* not JSON: keep the text */
   }
-  return { status: res.status, headers: res.headers, body, text };
+  const out = { status: res.status, headers: res.headers, body, text };
+  checkContract(method, baseUrl + path, out);
+  return out;
 }

@@ -25,4 +25,6 @@ export interface RunEnv {
   workflowBundlePath: string;
   /** The time-skipping test server binary. */
   testServerPath: string;
+  /** The `temporal` CLI, for the tests that need a real dev server. */
+  temporalCliPath: string;
 }

@@ -1,15 +1,23 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { createServer, type Server } from 'node:http';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { Logger, LogMetadata } from '@temporalio/common';
 import { DefaultLogger, Runtime, type Worker } from '@temporalio/worker';
-import { AppDeps, createApp } from '../../src/app';
+import { createApp } from '../../src/app';
+import type { AppDeps } from '../../src/deps';
 import { loadSettings, Settings } from '../../src/config';
 import { createDb, Db } from '../../src/db/knex';
+import { HandoffRelay, startHandoffRelay } from '../../src/temporal/handoff-relay';
+import { registerSearchAttributes } from '../../src/temporal/search-attribute-setup';
 import { setLogLevel } from '../../src/lib/log';
 import { Dispatcher, startDispatcher } from '../../src/webhooks/dispatcher';
 import { webhookRuntime } from '../../src/webhooks/runtime';
 import { createWorker } from '../../src/worker/create-worker';
+import { freePort } from '../../scripts/processes';
+import { startTemporalDevServer } from '../../scripts/temporal-dev-server';
 import { testResolver } from './https-receiver';
 import { RunEnv, runEnvFile } from './run-env';
 
@@ -43,6 +51,8 @@ export function testClock(): TestClock {
 
 export interface Stack {
   baseUrl: string;
+  /** The Temporal Web UI, when the stack runs on a dev server. */
+  temporalUiUrl?: string;
   db: Db;
   env: TestWorkflowEnvironment;
   settings: Settings;
@@ -55,6 +65,11 @@ export interface Stack {
    * Test files share one database, so each file's dispatcher takes only the merchants it was given.
    */
   dispatchEventsOf(merchantId: string): void;
+  /**
+   * Runs the workflow handoff relay (as the worker does) for this merchant's handoffs, through this
+   * stack's Temporal server; like `dispatchEventsOf`, scoped to the merchants it was given.
+   */
+  relayHandoffsOf(merchantId: string): void;
   /** Stops and replaces the worker (to test crash recovery). */
   restartWorker(): Promise<void>;
   stop(): Promise<void>;
@@ -64,27 +79,84 @@ export function readRunEnv(): RunEnv {
   return JSON.parse(readFileSync(runEnvFile(), 'utf8')) as RunEnv;
 }
 
+/** In an error a test provokes on purpose (a vendor outage): the worker's warning about it is left out. */
+export const EXPECTED_FAILURE = '(expected by the test)';
+
 let runtimeInstalled = false;
-/** The SDK logs every worker state change at INFO; tests want only warnings. */
+/**
+ * The SDK logs every worker state change at INFO; tests want only warnings, and not the one per
+ * retry of an activity a test makes fail on purpose (a day of retries is 1,440 of them).
+ */
 function installQuietRuntime(): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
-  Runtime.install({ logger: new DefaultLogger('WARN') });
+  const warnings = new DefaultLogger('WARN');
+  const expected = (meta?: LogMetadata) =>
+    String((meta?.error as Error | undefined)?.message).includes(EXPECTED_FAILURE);
+  const logger: Logger = {
+    log: (level, message, meta) => {
+      if (!expected(meta)) warnings.log(level, message, meta);
+    },
+    trace: (message, meta) => logger.log('TRACE', message, meta),
+    debug: (message, meta) => logger.log('DEBUG', message, meta),
+    info: (message, meta) => logger.log('INFO', message, meta),
+    warn: (message, meta) => logger.log('WARN', message, meta),
+    error: (message, meta) => logger.log('ERROR', message, meta),
+  };
+  Runtime.install({ logger });
+}
+
+export interface StackOptions {
+  /**
+   * The app clock moves with Temporal's time: every `env.sleep` (and awaited workflow result) that
+   * skips time moves it forward as far. Needed where sessions are created after time was skipped, since a session's workflow times
+   * its deadlines from `expires_at` and the attempts' recorded starts, both read on the app clock.
+   */
+  clockFollowsTemporal?: boolean;
+  /** The time-skipping test server (default), or a real dev server for visibility queries and the Web UI (real time). */
+  temporal?: 'time-skipping' | 'dev-server';
 }
 
 /**
  * One test file's stack: the run's database, a time-skipping Temporal test server with the real
  * worker, and the real HTTP app on an ephemeral loopback port.
  */
-export async function startStack(overrides: Record<string, string> = {}): Promise<Stack> {
+export async function startStack(overrides: Record<string, string> = {}, options: StackOptions = {}): Promise<Stack> {
+  const { temporal = 'time-skipping' } = options;
   setLogLevel((process.env.TEST_LOG_LEVEL as 'debug') ?? 'silent');
   installQuietRuntime();
   const run = readRunEnv();
   const db = createDb(run.databaseUrl, 8);
-  const env = await TestWorkflowEnvironment.createTimeSkipping({
-    server: { executable: { type: 'existing-path', path: run.testServerPath } },
-  });
+  const devServer = temporal === 'dev-server' ? await startTestDevServer() : undefined;
+  const env = devServer
+    ? await TestWorkflowEnvironment.createFromExistingServer({ address: devServer.address, namespace: 'default' })
+    : await TestWorkflowEnvironment.createTimeSkipping({
+        server: { executable: { type: 'existing-path', path: run.testServerPath } },
+      });
+  if (!devServer) await registerSearchAttributes(env.connection, env.namespace ?? 'default');
   const clock = testClock();
+  const syncClock = async () => {
+    const behind = (await env.currentTimeMs()) - clock().getTime();
+    if (behind > 0) clock.advance(behind);
+  };
+  if (options.clockFollowsTemporal) {
+    const skip = env.sleep;
+    env.sleep = async (duration) => {
+      await skip(duration);
+      await syncClock();
+    };
+    // Awaiting a result skips time too.
+    const workflows = env.client.workflow;
+    const result = workflows.result.bind(workflows);
+    workflows.result = async (...args) => {
+      try {
+        return await result(...args);
+      } finally {
+        await syncClock();
+      }
+    };
+    await syncClock();
+  }
   // Listen first, so PUBLIC_BASE_URL (session urls, hosted pages) is the address tests can open.
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -94,6 +166,8 @@ export async function startStack(overrides: Record<string, string> = {}): Promis
     PORT: '0',
     LOG_LEVEL: 'silent',
     PUBLIC_BASE_URL: baseUrl,
+    // Tests play the proxy in front: each shopper's X-Forwarded-For is its client IP.
+    TRUST_PROXY: '1',
     ...overrides,
   });
   const taskQueue = `test-${Math.random().toString(36).slice(2)}`;
@@ -128,9 +202,12 @@ export async function startStack(overrides: Record<string, string> = {}): Promis
   server.on('request', createApp(deps).callback());
   const webhookMerchants = new Set<string>();
   let dispatcher: Dispatcher | undefined;
+  const handoffMerchants = new Set<string>();
+  let handoffRelay: HandoffRelay | undefined;
 
   return {
     baseUrl,
+    temporalUiUrl: devServer?.uiUrl,
     db,
     env,
     settings,
@@ -148,6 +225,17 @@ export async function startStack(overrides: Record<string, string> = {}): Promis
         sweepEveryMs: 500,
       });
     },
+    relayHandoffsOf(merchantId) {
+      handoffMerchants.add(merchantId);
+      handoffRelay ??= startHandoffRelay({
+        db,
+        temporal: env.client,
+        taskQueue,
+        clock,
+        merchantIds: handoffMerchants,
+        pollEveryMs: 250,
+      });
+    },
     async restartWorker() {
       await stopWorker();
       current = await startWorker();
@@ -155,9 +243,36 @@ export async function startStack(overrides: Record<string, string> = {}): Promis
     async stop() {
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await dispatcher?.stop();
+      await handoffRelay?.stop();
       await stopWorker();
       await env.teardown();
+      await devServer?.stop();
       await db.destroy();
+    },
+  };
+}
+
+/**
+ * A `temporal server start-dev` of the test's own (loopback, free ports, the custom search
+ * attributes registered, a throwaway SQLite file), for what the time-skipping server lacks:
+ * visibility queries and the Web UI. Time is real there.
+ */
+async function startTestDevServer() {
+  const dbFile = join(tmpdir(), `svc-test-temporal-${process.pid}-${Date.now()}.db`);
+  const server = await startTemporalDevServer({
+    cli: readRunEnv().temporalCliPath,
+    port: await freePort(),
+    uiPort: await freePort(),
+    dbFile,
+    namespace: 'default',
+    logFile: `${dbFile}.log`,
+    timeoutMs: 120_000,
+  });
+  return {
+    ...server,
+    async stop() {
+      await server.child.stop();
+      for (const file of [dbFile, `${dbFile}-wal`, `${dbFile}-shm`, `${dbFile}.log`]) rmSync(file, { force: true });
     },
   };
 }

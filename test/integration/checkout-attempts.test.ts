@@ -18,6 +18,7 @@ import {
   until,
   withFrozenClock,
 } from '../helpers/checkout-payments';
+import { keepHistory } from '../helpers/histories';
 import { startStack, Stack } from '../helpers/stack';
 
 /**
@@ -68,7 +69,7 @@ describe('POST /v1/public/sessions/{code}/attempts', () => {
     const res = await startAttempt(m, s.code);
     expect(res.status).toBe(201);
     expect(res.body).toEqual({
-      attempt_id: expect.stringMatching(/^pa_test_[0-9a-z]{26}$/),
+      attempt_id: expect.stringMatching(/^pa_test_[0-9a-z]{28}$/),
       kind: 'redirect',
       redirect_url: `${stack.settings.PUBLIC_BASE_URL}/t/${res.body.attempt_id}`,
       status: 'pending',
@@ -236,7 +237,7 @@ describe('POST /v1/public/sessions/{code}/attempts', () => {
     const res = await shopper(stack, livePub.key)('POST', `/sessions/${s.code}/attempts`, {
       body: { method: 'cashondelivery' },
     });
-    expect(res.body.attempt_id).toMatch(/^pa_[0-9a-z]{26}$/);
+    expect(res.body.attempt_id).toMatch(/^pa_[0-9a-z]{28}$/);
   });
 });
 
@@ -276,6 +277,7 @@ describe('vendor failures', () => {
       await pub('POST', `/test-gateway/${again.body.attempt_id}/decide`, { body: { decision: 'succeeded' } });
       expect((await settled(again.body.attempt_id)).status).toBe('succeeded');
       expect((await merchantRead(m, s.id)).status).toBe('completed');
+      await keepHistory(stack, s.id, 'session/initiation-failed-then-paid');
     } finally {
       await side.close();
     }
@@ -330,6 +332,7 @@ describe('the test gateway buttons', () => {
     const completed = await sessionEvents(stack.db, s.id, 'checkout.session.completed');
     expect(completed).toHaveLength(1);
     expect(completed[0].data_object).toEqual(session);
+    await keepHistory(stack, s.id, 'session/button-succeed');
   });
 
   it('Fail declines the attempt (simulated_decline): session open again, one payment.attempt.failed with failed_attempt', async () => {
@@ -351,6 +354,7 @@ describe('the test gateway buttons', () => {
         reason: 'simulated_decline',
       },
     });
+    await keepHistory(stack, s.id, 'session/button-fail');
   });
 
   it('Cancel cancels the attempt at the vendor (canceled_by_shopper): session open again, one payment.attempt.failed', async () => {
@@ -364,6 +368,7 @@ describe('the test gateway buttons', () => {
     expect((await merchantRead(m, s.id)).status).toBe('open');
     const failed = await sessionEvents(stack.db, s.id, 'payment.attempt.failed');
     expect(failed.map((e) => e.data_object.failed_attempt.status)).toEqual(['canceled']);
+    await keepHistory(stack, s.id, 'session/button-cancel');
   });
 
   it('lets the shopper pay again after a failed attempt', async () => {
@@ -436,6 +441,7 @@ describe('the amount rule when the shopper returns without a button', () => {
     expect((await poll(m, s.code, attempt.attempt_id)).body.status).toBe('pending');
     expect(await settled(attempt.attempt_id)).toMatchObject({ status: 'failed', failure_reason: 'simulated_decline' });
     expect(await sessionEvents(stack.db, s.id, 'payment.attempt.failed')).toHaveLength(1);
+    await keepHistory(stack, s.id, 'session/return-without-button-001-declined');
   });
 
   it('succeeds for any other ending, on the first poll', async () => {
@@ -444,6 +450,7 @@ describe('the amount rule when the shopper returns without a button', () => {
     await poll(m, s.code, attempt.attempt_id);
     expect((await settled(attempt.attempt_id)).status).toBe('succeeded');
     expect((await merchantRead(m, s.id)).payment_status).toBe('paid');
+    await keepHistory(stack, s.id, 'session/return-without-button-succeeds');
   });
 
   it('asks the workflow to verify once, however many polls come', async () => {
@@ -451,11 +458,14 @@ describe('the amount rule when the shopper returns without a button', () => {
     const { s, attempt } = await pendingAttempt(m, { amount: 25002 });
     await Promise.all(Array.from({ length: 5 }, () => poll(m, s.code, attempt.attempt_id)));
     await until(async () => (await attemptRow(attempt.attempt_id)).verify_requested_at !== null, 'the verify');
-    const history = await stack.env.client.workflow.getHandle(s.id).fetchHistory();
-    const verifies = (history.events ?? []).filter(
-      (e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'attemptVerify',
-    );
-    expect(verifies).toHaveLength(1);
+    // The poll marks the attempt, then signals: wait for the signal, then make sure no second one came.
+    const verifies = async () =>
+      ((await stack.env.client.workflow.getHandle(s.id).fetchHistory()).events ?? []).filter(
+        (e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'attemptVerify',
+      );
+    await until(async () => (await verifies()).length > 0, 'the verify signal');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await verifies()).toHaveLength(1);
   });
 });
 
@@ -493,6 +503,7 @@ describe('cash on delivery', () => {
       async () => (await stack.env.client.workflow.getHandle(s.id).describe()).status.name === 'COMPLETED',
       'the workflow to end',
     );
+    await keepHistory(stack, s.id, 'session/cash-on-delivery');
   });
 });
 

@@ -33,7 +33,7 @@ function probeApp(deps: Stack['deps']): Koa {
   for (const route of ['probe-create', 'probe-other']) {
     router.post(
       `/${route}`,
-      secretKeyAuth(deps.db, 'sessions:write'),
+      secretKeyAuth(deps.db, deps.clock, settings.CHECKOUT_RATE_LIMIT_PER_SECOND)('sessions:write'),
       checkoutIdempotency(deps.db, deps.clock, route, renderCheckoutError),
       validate({ body: probeBody }),
       async (ctx) => {

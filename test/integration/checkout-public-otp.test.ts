@@ -14,7 +14,8 @@ import {
   smsCode,
   withFrozenClock,
 } from '../helpers/checkout-payments';
-import { startStack, Stack } from '../helpers/stack';
+import { listen, startStack, Stack } from '../helpers/stack';
+import { createApp } from '../../src/app';
 
 /**
  * Phone verification on the hosted page: `POST …/otp` (SMS through the outbox adapter, the test
@@ -53,14 +54,29 @@ async function inFreshOtpWindow(body: () => Promise<void>): Promise<void> {
 const farExpiry = () => ({ expires_at: new Date(stack.clock().getTime() + 23 * HOUR).toISOString() });
 
 describe('POST /v1/public/sessions/{code}/otp', () => {
-  it('answers 202 {sent: true, retry_after: 60} and sends the 6-digit code through the SMS adapter (the outbox)', async () => {
+  it('live mode: answers 202 {sent: true, retry_after: 60} and queues the 6-digit code for the SMS relay', async () => {
+    const m = await buildMerchant(stack.db, { mode: 'live', methods: ['cashondelivery'] });
+    const s = await createSession(stack, m.secretKey, {
+      ...sessionBody({ locale: 'en' }),
+      payment_method_types: ['cashondelivery'],
+    });
+    const phone = randomPhone();
+    const res = await shopper(stack, m.publishableKey)('POST', `/sessions/${s.code}/otp`, { body: { phone } });
+    expect(res.status).toBe(202);
+    expect(res.body).toEqual({ sent: true, retry_after: 60 });
+    const rows = await stack.db('outbox').where({ kind: 'sms', to: phone });
+    expect(rows).toEqual([expect.objectContaining({ test_mode: false, next_attempt_at: expect.any(Date) })]);
+    expect(rows[0].body).toMatch(/^Your verification code is \d{6}\. It expires in 10 minutes\.$/);
+  });
+
+  it('test mode: answers 202 {sent: false} and keeps the code of any number in the outbox only, never sent', async () => {
     const { requestCode } = await setup({ locale: 'en' });
     const phone = randomPhone();
     const res = await requestCode(phone);
     expect(res.status).toBe(202);
-    expect(res.body).toEqual({ sent: true, retry_after: 60 });
+    expect(res.body).toEqual({ sent: false, retry_after: 60 });
     const rows = await stack.db('outbox').where({ kind: 'sms', to: phone });
-    expect(rows).toHaveLength(1);
+    expect(rows).toEqual([expect.objectContaining({ test_mode: true, next_attempt_at: null, sent_at: null })]);
     expect(rows[0].body).toMatch(/^Your verification code is \d{6}\. It expires in 10 minutes\.$/);
   });
 
@@ -128,7 +144,7 @@ describe('POST /v1/public/sessions/{code}/otp', () => {
       for (let i = 0; i < 5; i++) answers.push(await (i % 2 ? a : b).requestCode(phone, randomIp()));
       expect(answers.map((r) => r.status)).toEqual([202, 202, 202, 202, 202]);
       // The last code of the window says when the next one can be asked for.
-      expect(answers[4].body).toEqual({ sent: true, retry_after: 600 });
+      expect(answers[4].body).toEqual({ sent: false, retry_after: 600 });
       const over = await a.requestCode(phone, randomIp());
       expectError(over, 429, 'rate_limited');
       expect(over.headers.get('retry-after')).toBe('600');
@@ -140,13 +156,92 @@ describe('POST /v1/public/sessions/{code}/otp', () => {
 
   it('answers 429 rate_limited with Retry-After after 20 codes per client IP in 10 minutes', async () => {
     await inFreshOtpWindow(async () => {
-      const { requestCode } = await setup(farExpiry());
+      const sessions = [await setup(farExpiry()), await setup(farExpiry()), await setup(farExpiry())];
+      const requestCode = (phone: string, ip?: string) => sessions[0].requestCode(phone, ip);
       const ip = randomIp();
-      for (let i = 0; i < 20; i++) expect((await requestCode(randomPhone(), ip)).status).toBe(202);
+      for (let i = 0; i < 20; i++) expect((await sessions[i % 3].requestCode(randomPhone(), ip)).status).toBe(202);
       const over = await requestCode(randomPhone(), ip);
       expectError(over, 429, 'rate_limited');
       expect(over.headers.get('retry-after')).toBe('600');
       expect((await requestCode(randomPhone(), randomIp())).status).toBe(202);
+    });
+  });
+});
+
+describe('OTP limits that do not depend on the client IP', () => {
+  it(`answers 429 rate_limited after ${publicLimits.otpPerSession.limit} codes on one session, from any IP and phone`, async () => {
+    await inFreshOtpWindow(async () => {
+      const { requestCode } = await setup(farExpiry());
+      const answers = [];
+      for (let i = 0; i < publicLimits.otpPerSession.limit; i++)
+        answers.push(await requestCode(randomPhone(), randomIp()));
+      expect(answers.every((r) => r.status === 202)).toBe(true);
+      const over = await requestCode(randomPhone(), randomIp());
+      expectError(over, 429, 'rate_limited');
+      expect(Number(over.headers.get('retry-after'))).toBeGreaterThan(0);
+      // Another session of the same merchant is not affected.
+      expect((await (await setup(farExpiry())).requestCode(randomPhone(), randomIp())).status).toBe(202);
+    });
+  });
+
+  it(`answers 429 rate_limited after ${publicLimits.otpPerMerchantMode.limit} codes per merchant and mode in an hour`, async () => {
+    await inFreshOtpWindow(async () => {
+      const a = await setup(farExpiry());
+      expect((await a.requestCode(randomPhone(), randomIp())).status).toBe(202);
+      // The rest of the hour's codes, as many shoppers on many sessions would have asked for them.
+      const windowMs = publicLimits.otpPerMerchantMode.windowSeconds * 1000;
+      await stack
+        .db('rate_limit_windows')
+        .where({ bucket: `otp-merchant:${a.m.merchantId}:test` })
+        .where('window_start', new Date(Math.floor(stack.clock().getTime() / windowMs) * windowMs))
+        .update({ count: publicLimits.otpPerMerchantMode.limit });
+      const over = await a.requestCode(randomPhone(), randomIp());
+      expectError(over, 429, 'rate_limited');
+      expect(Number(over.headers.get('retry-after'))).toBeGreaterThan(0);
+      // Another merchant is not affected.
+      expect((await (await setup(farExpiry())).requestCode(randomPhone(), randomIp())).status).toBe(202);
+    });
+  });
+
+  it('refuses a number outside the allowed countries (default Iraq, +964) with 400 validation_error; nothing is queued', async () => {
+    const { requestCode } = await setup();
+    for (const phone of ['+14155550123', '+447700900123', '+9715012345678']) {
+      expectError(await requestCode(phone, randomIp()), 400, 'validation_error', [
+        { field: 'phone', issue: 'country_not_allowed' },
+      ]);
+      expect(await stack.db('outbox').where({ to: phone }).first()).toBeUndefined();
+    }
+  });
+
+  it('counts on the connection address, not X-Forwarded-For, when TRUST_PROXY is off', async () => {
+    const direct = await listen(createApp({ ...stack.deps, settings: { ...stack.deps.settings, TRUST_PROXY: 0 } }));
+    try {
+      await inFreshOtpWindow(async () => {
+        const sessions = [await setup(farExpiry()), await setup(farExpiry()), await setup(farExpiry())];
+        const ask = (i: number) =>
+          shopper(direct, sessions[i % 3].m.publishableKey)('POST', `/sessions/${sessions[i % 3].s.code}/otp`, {
+            body: { phone: randomPhone() },
+            ip: randomIp(), // a new spoofed address every time: ignored
+          });
+        for (let i = 0; i < publicLimits.otpPerIp.limit; i++) expect((await ask(i)).status).toBe(202);
+        expectError(await ask(0), 429, 'rate_limited');
+      });
+    } finally {
+      await direct.close();
+    }
+  });
+
+  it('takes the address the trusted proxy appended (TRUST_PROXY=1): the client-written part is ignored', async () => {
+    await inFreshOtpWindow(async () => {
+      const sessions = [await setup(farExpiry()), await setup(farExpiry()), await setup(farExpiry())];
+      const real = randomIp();
+      const ask = (i: number) =>
+        sessions[i % 3].pub('POST', `/sessions/${sessions[i % 3].s.code}/otp`, {
+          body: { phone: randomPhone() },
+          ip: `${randomIp()}, ${real}`,
+        });
+      for (let i = 0; i < publicLimits.otpPerIp.limit; i++) expect((await ask(i)).status).toBe(202);
+      expectError(await ask(0), 429, 'rate_limited');
     });
   });
 });

@@ -19,6 +19,7 @@ import {
   until,
   withFrozenClock,
 } from '../helpers/checkout-payments';
+import { keepHistory } from '../helpers/histories';
 import { startStack, Stack } from '../helpers/stack';
 
 /**
@@ -28,7 +29,7 @@ import { startStack, Stack } from '../helpers/stack';
  */
 let stack: Stack;
 beforeAll(async () => {
-  stack = await startStack();
+  stack = await startStack({}, { clockFollowsTemporal: true });
 });
 afterAll(() => stack.stop());
 
@@ -362,6 +363,7 @@ describe('POST /v1/public/sessions/{code}/cancel', () => {
       'the workflow to end',
     );
     expect(await stack.env.client.workflow.getHandle(s.id).result()).toBe('canceled');
+    await keepHistory(stack, s.id, 'session/shopper-cancel');
   });
 
   it('answers 409 session_not_open for a session that is not open, and records nothing more', async () => {

@@ -4,8 +4,22 @@ import { createCheckoutKey } from '../../src/ops/checkout-keys';
 import { setFxRate } from '../../src/ops/fx';
 import { buildMerchant } from '../helpers/factories';
 import { call, TestResponse } from '../helpers/http';
-import { createSession, expectError, payableBody, shopper, until } from '../helpers/checkout-payments';
-import { startStack, Stack } from '../helpers/stack';
+import { defaultGateways, Gateways, testGateway } from '../../src/checkout/gateways';
+import { merchantIdKey, modeKey } from '../../src/temporal/search-attributes';
+import {
+  createSession,
+  expectError,
+  historyOf,
+  HOUR,
+  MINUTE,
+  payableBody,
+  shopper,
+  sideApi,
+  until,
+  withFrozenClock,
+} from '../helpers/checkout-payments';
+import { keepHistory } from '../helpers/histories';
+import { EXPECTED_FAILURE, startStack, Stack } from '../helpers/stack';
 
 /**
  * Refunds: `POST /v1/refunds` (Idempotency-Key, the captured ceiling under concurrency, nothing
@@ -66,7 +80,7 @@ describe('POST /v1/refunds', () => {
       expect(res.headers.get('idempotent-replayed')).toBeNull();
       const now = stack.clock().toISOString();
       expect(res.body).toEqual({
-        id: expect.stringMatching(/^re_test_[0-9a-z]{26}$/),
+        id: expect.stringMatching(/^re_test_[0-9a-z]{28}$/),
         object: 'refund',
         livemode: false,
         session_id: s.id,
@@ -112,6 +126,7 @@ describe('POST /v1/refunds', () => {
     const events = await refundEvents(created.body.id);
     expect(events.map((e) => e.type)).toEqual(['refund.succeeded']);
     expect(events[0].data_object).toEqual(settled);
+    await keepHistory(stack, created.body.id, 'refund/succeeded');
   });
 
   it('moves the session to refunded once the refunds settled add up to what was captured', async () => {
@@ -224,6 +239,40 @@ describe('POST /v1/refunds', () => {
     expect(await stack.db('refunds').where({ session_id: s.id })).toHaveLength(1);
   });
 
+  it('converges concurrent creates with one key on one refund, which every answer names', async () => {
+    const m = await buildMerchant(stack.db);
+    const s = await paidSession(m);
+    const key = `idem_${randomString(16)}`;
+    const answers = await Promise.all(
+      Array.from({ length: 5 }, () => refund(m.secretKey, { session_id: s.id, amount: 300 }, key)),
+    );
+    expect(answers.map((r) => r.status)).toEqual([201, 201, 201, 201, 201]);
+    const rows = await stack.db('refunds').where({ session_id: s.id });
+    expect(rows).toHaveLength(1);
+    expect(answers.map((r) => r.body.id)).toEqual(Array(5).fill(rows[0].id));
+  });
+
+  it('treats a key as fresh after 24 hours: another body makes its own refund, only the same body finds the old one', async () => {
+    const m = await buildMerchant(stack.db);
+    const [a, b] = [await paidSession(m), await paidSession(m)];
+    const key = `idem_${randomString(16)}`;
+    const first = await refund(m.secretKey, { session_id: a.id, amount: 400 }, key);
+    expect(first.status).toBe(201);
+    await withFrozenClock(stack, new Date(stack.clock().getTime() + 24 * HOUR + MINUTE), async () => {
+      const other = await refund(m.secretKey, { session_id: b.id, amount: 400 }, key);
+      expect(other.status).toBe(201);
+      expect(other.body).toMatchObject({ session_id: b.id, amount: 400 });
+      expect(other.body.id).not.toBe(first.body.id);
+      expect(await stack.db('refunds').where({ session_id: b.id })).toHaveLength(1);
+    });
+    await withFrozenClock(stack, new Date(stack.clock().getTime() + 48 * HOUR + MINUTE), async () => {
+      const same = await refund(m.secretKey, { session_id: a.id, amount: 400 }, key);
+      expect(same.status).toBe(201);
+      expect(same.body.id).toBe(first.body.id);
+      expect(await stack.db('refunds').where({ session_id: a.id })).toHaveLength(1);
+    });
+  });
+
   it('answers 400 validation_error for an amount that is not a positive integer, or unknown fields', async () => {
     const m = await buildMerchant(stack.db);
     const s = await paidSession(m);
@@ -275,6 +324,76 @@ describe('refund.failed', () => {
     ]);
     expect(await sessionRead(m, s.id)).toMatchObject({ payment_status: 'paid', refunded_amount: 0 });
     expect((await refund(m.secretKey, { session_id: s.id, amount: 10000 })).status).toBe(201);
+    await keepHistory(stack, created.body.id, 'refund/failed');
+  });
+});
+
+describe('the vendor call', () => {
+  it('carries the refund id as the idempotency key, so a retry after a lost answer refunds once, and is apart from the settling write', async () => {
+    const calls: Array<{ idempotencyKey: string; amount: number }> = [];
+    // The vendor refunds, then its answer is lost (a read timeout): the activity is retried.
+    const vendor: Gateways = {
+      ...defaultGateways,
+      test: {
+        ...testGateway,
+        async refund(input) {
+          calls.push({ idempotencyKey: input.idempotencyKey, amount: input.amount });
+          const answer = await testGateway.refund(input);
+          if (calls.length === 1) throw new Error(`read timeout ${EXPECTED_FAILURE}`);
+          return answer;
+        },
+      },
+    };
+    const side = await sideApi(stack, { workerGateways: vendor });
+    try {
+      const m = await buildMerchant(stack.db, { name: 'Refund Books' });
+      const s = await side.createSession(m.secretKey, payableBody({ amount: 10000 }));
+      const sidePub = shopper(side, m.publishableKey);
+      const attempt = await sidePub('POST', `/sessions/${s.code}/attempts`, { body: { method: 'test' } });
+      await sidePub('POST', `/test-gateway/${attempt.body.attempt_id}/decide`, { body: { decision: 'succeeded' } });
+      await until(async () => (await sessionRead(m, s.id)).payment_status === 'paid', 'the payment');
+
+      const created = await call(side.baseUrl, 'POST', '/v1/refunds', {
+        key: m.secretKey,
+        body: { session_id: s.id, amount: 4000 },
+        idempotencyKey: `idem_${randomString(16)}`,
+      });
+      expect(created.status).toBe(201);
+      const settled = await settledRefund(m, created.body.id);
+      expect(calls).toEqual([
+        { idempotencyKey: created.body.id, amount: 4000 },
+        { idempotencyKey: created.body.id, amount: 4000 },
+      ]);
+      // The vendor answered the retry with the first refund (same key, same reference): money moved once.
+      const first = await testGateway.refund({
+        idempotencyKey: created.body.id,
+        attemptId: attempt.body.attempt_id,
+        gatewayReference: null,
+        amount: 4000,
+        currency: 'IQD',
+      });
+      expect(settled).toMatchObject({
+        status: 'succeeded',
+        gateway_reference: (first as { gatewayReference: string }).gatewayReference,
+      });
+      expect((await refundEvents(created.body.id)).map((e) => e.type)).toEqual(['refund.succeeded']);
+      expect(await sessionRead(m, s.id)).toMatchObject({ refunded_amount: 4000, payment_status: 'partially_refunded' });
+
+      // Not through result(): awaiting it skips time, which this file's sessions do not follow.
+      const handle = stack.env.client.workflow.getHandle(created.body.id);
+      await until(async () => (await handle.describe()).status.name === 'COMPLETED', 'the refund workflow to end');
+      expect((await historyOf(stack, created.body.id)).filter((l) => l.startsWith('activity'))).toEqual([
+        'activity refundAtVendor',
+        'activity recordRefundOutcome',
+      ]);
+      const d = await handle.describe();
+      expect(d.typedSearchAttributes.get(merchantIdKey)).toBe(m.merchantId);
+      expect(d.typedSearchAttributes.get(modeKey)).toBe('test');
+      expect(await d.staticSummary()).toBe(`refund of 4000 IQD on ${s.id}, Refund Books (${m.merchantId}), test`);
+      await keepHistory(stack, created.body.id, 'refund/vendor-retried-with-idempotency-key');
+    } finally {
+      await side.close();
+    }
   });
 });
 

@@ -338,6 +338,26 @@ describe('currencies', () => {
     expect(res.body.presentment).toEqual({ currency: 'USD', fx_rate: 0.00068 });
   });
 
+  it('refuses with 400 validation_error an amount whose presentment conversion is beyond 2^53 − 1 minor units', async () => {
+    await setFxRate(stack.db, { from: 'USD', to: 'IQD', rate: '1310' });
+    try {
+      const body = (amount: number) =>
+        sessionBody({
+          currency: 'USD',
+          amount,
+          line_items: [{ label: 'Yacht', amount, type: 'charge' }],
+          presentment: { currency: 'IQD' },
+        });
+      // 700,000,000,000,001 cents at 1310 IQD per dollar is 9,170,000,000,000,013 IQD: no exact JSON number.
+      const res = await create(merchant.secretKey, body(700_000_000_000_001));
+      expectError(res, 400, 'validation_error', [{ field: 'amount', issue: 'conversion_out_of_range' }]);
+      expect((await create(merchant.secretKey, body(687_572_000_000_001))).status).toBe(201);
+    } finally {
+      // The no_fx_rate test above needs USD → IQD unrecorded.
+      await stack.db('fx_rates').where({ from_currency: 'USD', to_currency: 'IQD' }).delete();
+    }
+  });
+
   it('presents in the session currency at rate 1 when presentment names it', async () => {
     const res = await create(merchant.secretKey, sessionBody({ presentment: { currency: 'IQD' } }));
     expect(res.body.presentment).toEqual({ currency: 'IQD', fx_rate: 1 });

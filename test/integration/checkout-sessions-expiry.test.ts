@@ -4,16 +4,18 @@ import { randomString } from '../../src/lib/ids';
 import { buildMerchant } from '../helpers/factories';
 import { call, TestResponse } from '../helpers/http';
 import { startStack, Stack } from '../helpers/stack';
+import { keepHistory } from '../helpers/histories';
 
 /**
  * The session workflow on the time-skipping server: it starts with the session, holds the timer
  * for `expires_at` and expires the session through an activity; `/expire` and reconciliation stop
- * it. The timer runs on Temporal time for `expires_at − now` from the create, so these tests freeze
- * the app clock while creating and then assert "open at ttl − 1 s, expired at ttl + 1 s".
+ * it. The timer runs on Temporal time to `expires_at`, so the app clock follows Temporal's (the
+ * stack's `clockFollowsTemporal`); these tests freeze it while creating and then assert "open at
+ * ttl − 1 s, expired at ttl + 1 s".
  */
 let stack: Stack;
 beforeAll(async () => {
-  stack = await startStack();
+  stack = await startStack({}, { clockFollowsTemporal: true });
 });
 afterAll(() => stack.stop());
 
@@ -36,7 +38,7 @@ function sessionBody(over: Record<string, unknown> = {}): Record<string, any> {
 
 /** Creates a session whose `expires_at` is `ttlMs` from a frozen now (the default lifetime when null). */
 async function createExpiringIn(key: string, ttlMs: number | null, over: Record<string, unknown> = {}) {
-  const now = new Date(Math.floor(Date.now() / 1000) * 1000);
+  const now = stack.clock();
   stack.clock.freeze(now);
   try {
     const expires = ttlMs === null ? {} : { expires_at: new Date(now.getTime() + ttlMs).toISOString() };
@@ -80,8 +82,12 @@ async function historyOf(id: string): Promise<string[]> {
     switch (e.eventType) {
       case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
         return [`started ${e.workflowExecutionStartedEventAttributes?.workflowType?.name}`];
-      case EventType.EVENT_TYPE_TIMER_STARTED:
-        return [`timer ${Number(e.timerStartedEventAttributes?.startToFireTimeout?.seconds)} s: ${summaryOf(e)}`];
+      case EventType.EVENT_TYPE_TIMER_STARTED: {
+        // Whole seconds, rounded up: the timer runs to expires_at from the first workflow task, a
+        // moment after the create.
+        const t = e.timerStartedEventAttributes?.startToFireTimeout;
+        return [`timer ${Math.ceil(Number(t?.seconds ?? 0) + Number(t?.nanos ?? 0) / 1e9)} s: ${summaryOf(e)}`];
+      }
       case EventType.EVENT_TYPE_TIMER_FIRED:
         return ['timer fired'];
       case EventType.EVENT_TYPE_TIMER_CANCELED:
@@ -131,6 +137,7 @@ it('expires the session exactly at expires_at, not before, with one checkout.ses
     'activity expireSession: expire the session if it is still open',
     'completed',
   ]);
+  await keepHistory(stack, session.id, 'session/expiry');
 });
 
 it('expires a session created without expires_at 60 minutes after creation', async () => {
@@ -175,6 +182,7 @@ it('ends the workflow and its timer when /expire expires the session first', asy
     'completed',
   ]);
   expect(await expiredEvents(session.id)).toHaveLength(1);
+  await keepHistory(stack, session.id, 'session/expire-api-first');
 });
 
 it("ends a replaced session's workflow when a create at another price expires it", async () => {
@@ -187,6 +195,7 @@ it("ends a replaced session's workflow when a create at another price expires it
   await until(async () => (await workflowStatus(first.id)) === 'COMPLETED', 'the replaced workflow to end');
   expect(await historyOf(first.id)).toContain('signal sessionSettled');
   expect(await workflowStatus(second.id)).toBe('RUNNING');
+  await keepHistory(stack, first.id, 'session/replaced-at-another-price');
 });
 
 it('yields one transition and one event when /expire races the timer', async () => {
@@ -210,6 +219,7 @@ it('yields one transition and one event when /expire races the timer', async () 
     expect(await status(merchant.secretKey, s.id)).toBe('expired');
     expect(await expiredEvents(s.id)).toHaveLength(1);
   }
+  for (const [i, s] of sessions.entries()) await keepHistory(stack, s.id, `session/expire-races-timer-${i + 1}`);
 });
 
 it('lets exactly one of the expiry activity and /expire win when they run at the same instant', async () => {

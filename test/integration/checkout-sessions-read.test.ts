@@ -1,3 +1,4 @@
+import { encodeCursor } from '../../src/http/cursor';
 import { randomString } from '../../src/lib/ids';
 import { checkoutScopes, CheckoutScope } from '../../src/keys/scopes';
 import { createCheckoutKey } from '../../src/ops/checkout-keys';
@@ -190,6 +191,21 @@ describe('GET /v1/checkout/sessions', () => {
     expect(ids(one)).toEqual([made[0].id, made[1].id]);
     expect(ids(two)).toEqual([made[2].id, made[3].id]);
     expect(two.body.next_cursor).toBeNull();
+  });
+
+  it.each([
+    ['sessions', '/v1/checkout/sessions'],
+    ['refunds', '/v1/refunds'],
+    ['events', '/v1/events'],
+  ])('refuses a forged %s cursor whose id holds U+0000 with 400 validation_error', async (name, path) => {
+    const m = await buildMerchant(stack.db);
+    const forged = encodeCursor(name, [new Date().toISOString(), 'cs_test_\u0000']);
+    const res = await get(m.secretKey, `${path}?cursor=${forged}`);
+    expect({ status: res.status, code: res.body.error?.code, details: res.body.error?.details }).toEqual({
+      status: 400,
+      code: 'validation_error',
+      details: [{ field: 'cursor', issue: 'invalid' }],
+    });
   });
 
   it('filters by reference_id', async () => {

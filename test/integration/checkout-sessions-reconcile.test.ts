@@ -1,3 +1,7 @@
+import type { AddressInfo } from 'node:net';
+import { createServer } from 'node:http';
+import { Client } from '@temporalio/client';
+import { createApp } from '../../src/app';
 import { randomString } from '../../src/lib/ids';
 import { createCheckoutKey } from '../../src/ops/checkout-keys';
 import { buildMerchant } from '../helpers/factories';
@@ -270,6 +274,16 @@ describe('reconciliation on reference_id', () => {
     expect(await sessionsOf(m.merchantId, body.reference_id)).toHaveLength(1);
   });
 
+  it('converges concurrent creates with one Idempotency-Key on one session, which every answer names', async () => {
+    const m = await buildMerchant(stack.db);
+    const body = sessionBody();
+    const key = idem();
+    const results = await Promise.all(Array.from({ length: 5 }, () => create(m.secretKey, body, key)));
+    expect(results.every((r) => r.status === 200 || r.status === 201)).toBe(true);
+    expect(new Set(results.map((r) => r.body.id)).size).toBe(1);
+    expect(await sessionsOf(m.merchantId, body.reference_id)).toHaveLength(1);
+  });
+
   it('never leaves two open sessions: concurrent creates at different prices leave one open, each other expired once', async () => {
     const m = await buildMerchant(stack.db);
     const base = sessionBody();
@@ -287,5 +301,50 @@ describe('reconciliation on reference_id', () => {
       expect(row.status).toBe('expired');
       expect(await expiredEventsOf(row.id)).toHaveLength(1);
     }
+  });
+});
+
+describe('the session workflow', () => {
+  /** The same app, through a Temporal client that records the id of every workflow start. */
+  let recorded: { baseUrl: string; started: string[]; close(): Promise<void> };
+  beforeAll(async () => {
+    const started: string[] = [];
+    const temporal = new Client({
+      connection: stack.env.client.connection,
+      namespace: stack.env.client.options.namespace,
+      interceptors: {
+        workflow: [
+          {
+            startWithDetails: (input, next) => {
+              started.push(input.options.workflowId);
+              return next(input);
+            },
+          },
+        ],
+      },
+    });
+    const server = createServer(createApp({ ...stack.deps, temporal }).callback());
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    recorded = {
+      baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      started,
+      close: () => new Promise((resolve) => server.close(() => resolve())),
+    };
+  });
+  afterAll(() => recorded.close());
+
+  const createVia = (key: string, body: unknown) =>
+    call(recorded.baseUrl, 'POST', '/v1/checkout/sessions', { key, body, idempotencyKey: idem() });
+
+  it('is started only for a session that was written: creates that write nothing start none', async () => {
+    const m = await buildMerchant(stack.db);
+    const body = sessionBody();
+    const results = [await createVia(m.secretKey, body)];
+    results.push(...(await Promise.all(Array.from({ length: 4 }, () => createVia(m.secretKey, body)))));
+    expect(results.map((r) => r.status).sort()).toEqual([200, 200, 200, 200, 201]);
+    const refused = await createVia(m.secretKey, { ...body, amount: 1, line_items: [{ label: 'x', amount: 2 }] });
+    expect(refused.status).toBe(400);
+    // One start, for the one session written (a lost start is healed by the handoff relay).
+    expect(recorded.started).toEqual([results[0].body.id]);
   });
 });

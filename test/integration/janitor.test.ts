@@ -1,3 +1,4 @@
+import { keepHistory } from '../helpers/histories';
 import { startStack, Stack } from '../helpers/stack';
 
 /** The janitor workflow on the time-skipping server: retention sweeps as time passes. */
@@ -54,6 +55,59 @@ it('purges idempotency records and rate-limit windows once they are 24 hours old
   expect(await exists('idempotency_records', { scope, key: 'young' })).toBe(true);
   await stack.env.sleep('31 minutes');
   await until(async () => !(await exists('idempotency_records', { scope, key: 'young' })), 'the hourly sweep');
+  await keepHistory(stack, handle.workflowId, 'janitor/hourly-sweeps');
 
+  await handle.terminate();
+});
+
+it('purges SMS bodies (OTP codes) 10 minutes after they were queued, and every outbox row after 30 days', async () => {
+  const now = Date.now();
+  const to = `+96477${String(now).slice(-8)}`;
+  const MINUTE = 60 * 1000;
+  const DAY = 24 * HOUR;
+  const at = (ms: number) => new Date(now - ms);
+  const rows: Array<{ id: number; label: string }> = [];
+  for (const [label, row] of [
+    ['sent sms, 11 min', { kind: 'sms', body: 'code 111111', sent_at: at(10 * MINUTE), created_at: at(11 * MINUTE) }],
+    ['given-up sms, 11 min', { kind: 'sms', body: 'code 222222', next_attempt_at: null, created_at: at(11 * MINUTE) }],
+    [
+      'test-mode sms, 11 min',
+      { kind: 'sms', body: 'code 333333', test_mode: true, next_attempt_at: null, created_at: at(11 * MINUTE) },
+    ],
+    ['sent sms, 5 min', { kind: 'sms', body: 'code 444444', sent_at: at(4 * MINUTE), created_at: at(5 * MINUTE) }],
+    ['email, 29 days', { kind: 'email', subject: 's', body: 'Hello', sent_at: at(29 * DAY), created_at: at(29 * DAY) }],
+    ['email, 31 days', { kind: 'email', subject: 's', body: 'Hello', sent_at: at(31 * DAY), created_at: at(31 * DAY) }],
+    ['sms, 31 days', { kind: 'sms', body: 'code 555555', created_at: at(31 * DAY) }],
+  ] as const) {
+    const [{ id }] = await stack
+      .db('outbox')
+      .insert({ to, ...row })
+      .returning('id');
+    rows.push({ id, label });
+  }
+  const state = async () =>
+    Object.fromEntries(
+      await Promise.all(
+        rows.map(async ({ id, label }) => {
+          const row = await stack.db('outbox').where({ id }).first('body');
+          return [label, row === undefined ? 'deleted' : row.body];
+        }),
+      ),
+    );
+
+  const handle = await stack.env.client.workflow.start('janitorWorkflow', {
+    taskQueue: stack.taskQueue,
+    workflowId: `janitor-outbox-${now}`,
+  });
+  await until(async () => (await state())['sms, 31 days'] === 'deleted', 'the first sweep');
+  expect(await state()).toEqual({
+    'sent sms, 11 min': null,
+    'given-up sms, 11 min': null,
+    'test-mode sms, 11 min': null,
+    'sent sms, 5 min': 'code 444444',
+    'email, 29 days': 'Hello',
+    'email, 31 days': 'deleted',
+    'sms, 31 days': 'deleted',
+  });
   await handle.terminate();
 });

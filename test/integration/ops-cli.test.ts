@@ -20,7 +20,12 @@ beforeAll(() => {
   db = createDb(databaseUrl, 4);
   deps = {
     db,
-    settings: loadSettings({ DATABASE_URL: databaseUrl, PUBLIC_BASE_URL: 'http://api.test:4000', LOG_LEVEL: 'silent' }),
+    settings: loadSettings({
+      DATABASE_URL: databaseUrl,
+      PUBLIC_BASE_URL: 'http://api.test:4000',
+      LOG_LEVEL: 'silent',
+      WEBHOOK_SECRET_KEY: 'b'.repeat(64),
+    }),
   };
 });
 afterAll(() => db.destroy());
@@ -943,6 +948,16 @@ describe('checkout-key', () => {
     });
   });
 
+  it('refuses a live key without WEBHOOK_SECRET_KEY (webhook_secret_key_required); test keys need none', async () => {
+    const merchantId = await newMerchant();
+    const noKey = { ...deps, settings: { ...deps.settings, WEBHOOK_SECRET_KEY: undefined } };
+    const argv = ['checkout-key', 'create', '--merchant', merchantId, '--type', 'secret', '--json'];
+    const live = await run([...argv, '--mode', 'live'], noKey);
+    expect(live.exitCode).toBe(1);
+    expect(JSON.parse(live.stdout).error.code).toBe('webhook_secret_key_required');
+    expect((await run([...argv, '--mode', 'test'], noKey)).exitCode).toBe(0);
+  });
+
   it('create takes --scopes', async () => {
     const merchantId = await newMerchant();
     const doc = await ops(
@@ -1032,6 +1047,32 @@ describe('fx set', () => {
 });
 
 describe('outbox list', () => {
+  it('masks the code of a sent SMS, shows an unsent one (test mode) in full, and a purged body as null', async () => {
+    const to = `+96478${Date.now().toString().slice(-8)}`;
+    await db('outbox').insert({
+      kind: 'sms',
+      to,
+      body: 'Your code is 123456. It expires in 10 minutes.',
+      sent_at: new Date(),
+    });
+    await db('outbox').insert({
+      kind: 'sms',
+      to,
+      body: 'Your code is 654321.',
+      test_mode: true,
+      next_attempt_at: null,
+    });
+    await db('outbox').insert({ kind: 'sms', to, body: null, sent_at: new Date() });
+    const mine = (await ops('outbox', 'list', '--kind', 'sms', '--limit', '100')).messages.filter(
+      (m: { to: string }) => m.to === to,
+    );
+    expect(mine.map((m: { body: string | null; test_mode: boolean }) => [m.body, m.test_mode])).toEqual([
+      [null, false],
+      ['Your code is 654321.', true],
+      ['Your code is ******. It expires in 10 minutes.', false],
+    ]);
+  });
+
   it('lists messages newest first, filtered by kind and limited', async () => {
     const to = `+96477${Date.now().toString().slice(-8)}`;
     await db('outbox').insert({ kind: 'sms', to, body: 'Your code is 111111' });
@@ -1052,6 +1093,7 @@ describe('outbox list', () => {
         attempts: 0,
         last_error: null,
         next_attempt_at: expect.stringMatching(ISO_MS),
+        test_mode: false,
       },
       {
         id: expect.any(Number),
@@ -1064,9 +1106,11 @@ describe('outbox list', () => {
         attempts: 0,
         last_error: null,
         next_attempt_at: expect.stringMatching(ISO_MS),
+        test_mode: false,
       },
     ]);
     expect(sms.messages.every((m: { kind: string }) => m.kind === 'sms')).toBe(true);
+    expect(mine.every((m: { test_mode: boolean }) => m.test_mode === false)).toBe(true);
     expect((await ops('outbox', 'list', '--limit', '1')).messages).toHaveLength(1);
   });
 

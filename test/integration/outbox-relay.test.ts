@@ -216,12 +216,25 @@ describe('SMS over HTTP', () => {
     expect(sent.next_attempt_at).toBeNull();
     expect(sent.last_error).toBe('SMS provider answered HTTP 500'); // the history of the failed attempt
     expect(smsRequests.filter((q) => q.json.to === to)).toHaveLength(2);
+    // Once sent, the code has done its job: the outbox keeps the message with the code masked.
+    expect(sent.body).toBe('Your verification code is ******');
 
     // Logs name ids and errors, never the code or the number.
     const logs = logLines.join('\n');
     expect(logs).toContain(`"id":${failed.id}`);
     expect(logs).not.toContain('482913');
     expect(logs).not.toContain(to);
+  });
+
+  it('never sends a test-mode SMS, even one that is due', async () => {
+    const to = phone();
+    await db('outbox').insert({ kind: 'sms', to, body: 'Your verification code is 909090', test_mode: true });
+    const r = relay({ transports: { sms: sms() }, onlyTo: new Set([to]) });
+    await r.drain();
+    expect(smsRequests.filter((q) => q.json.to === to)).toEqual([]);
+    expect(await rowsTo(to)).toEqual([
+      expect.objectContaining({ attempts: 0, sent_at: null, body: 'Your verification code is 909090' }),
+    ]);
   });
 
   it('gives an SMS up once a retry would fall past the 10 minutes an OTP code lives', async () => {

@@ -343,6 +343,34 @@ describe('POST /inventory/adjustments: body validation (400 validation_error)', 
     },
   );
 
+  it('refuses (unit_value invalid) an outside sale whose revenue, units × unit_value, is beyond 2^53 − 1 IQD', async () => {
+    // 3 × 3,002,399,751,580,331 = 9,007,199,254,740,993: a float would post …992.
+    const sale = (unitValue: number) => ({
+      reason: 'r',
+      category: 'external_sale',
+      unit_value: unitValue,
+      items: [{ external_sku: sku, delta: -3 }],
+    });
+    await expectInvalid(s, sale(3_002_399_751_580_331), [{ field: 'unit_value', issue: 'invalid' }]);
+    const fits = await s.api.adjust(sale(3_002_399_751_580_330));
+    expect(fits.status).toBe(200);
+    const revenue = (await ledger(s.seller_id)).filter((e) => e.adjustment_id === fits.body.data[0].adjustment_id);
+    expect(revenue).toEqual([
+      expect.objectContaining({ kind: 'external_sale_revenue', amount: 9_007_199_254_740_990 }),
+    ]);
+  });
+
+  it('refuses (delta invalid) a damaged write-off whose cost, units × unit cost, is beyond 2^53 − 1 IQD', async () => {
+    await ops(stack.db, 'product', 'set-unit-cost', '--seller', s.seller_id, '--sku', sku, '--cost', String(2 ** 52));
+    try {
+      await expectInvalid(s, { reason: 'r', category: 'damaged', items: [{ external_sku: sku, delta: -2 }] }, [
+        { field: 'items[0].delta', issue: 'invalid' },
+      ]);
+    } finally {
+      await ops(stack.db, 'product', 'set-unit-cost', '--seller', s.seller_id, '--sku', sku, '--cost', '1000');
+    }
+  });
+
   it('treats unit_value null as not sent', async () => {
     const res = await s.api.adjust({ reason: 'r', category: 'damaged', unit_value: null, items: [item()] });
     expect(res.status).toBe(200);

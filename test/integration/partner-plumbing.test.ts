@@ -1,6 +1,7 @@
 import Koa from 'koa';
 import Router from '@koa/router';
-import { partnerChainDeps, partnerStack } from '../../src/app';
+import { partnerStack } from '../../src/app';
+import { partnerChainDeps } from '../../src/deps';
 import { loadSettings } from '../../src/config';
 import { ApiError } from '../../src/http/errors';
 import { partnerChain } from '../../src/http/partner-chain';

@@ -231,6 +231,7 @@ describe('GET /products', () => {
     ['base64 of something that is not JSON', () => Buffer.from('hello').toString('base64url')],
     ['a products cursor whose key is not one id', () => encodeCursor('products', ['a', 'b'])],
     ['a products cursor whose key is a number', () => encodeCursor('products', [42])],
+    ['a products cursor whose id holds U+0000', () => encodeCursor('products', ['prod_\u0000'])],
   ];
   it.each(refusedCursors)(
     'refuses %s with 400 validation_error (field cursor, issue invalid)',

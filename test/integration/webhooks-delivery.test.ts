@@ -3,7 +3,8 @@ import { recordEvent, EventType } from '../../src/checkout/events';
 import type { KeyMode } from '../../src/keys/keys';
 import { newId, randomString } from '../../src/lib/ids';
 import { createCheckoutKey } from '../../src/ops/checkout-keys';
-import { signalDelivery } from '../../src/webhooks/dispatch';
+import { wakeEndpoint } from '../../src/temporal/delivery';
+import { wakeTargets } from '../../src/webhooks/dispatch';
 import { deliveryAgent, postWebhook } from '../../src/webhooks/send';
 import { checkWebhookUrl } from '../../src/webhooks/url-safety';
 import { verify } from '../../src/webhooks/verify';
@@ -17,6 +18,7 @@ import {
   startHttpsReceiver,
   testHosts,
 } from '../helpers/https-receiver';
+import { keepHistory } from '../helpers/histories';
 import { startStack, Stack } from '../helpers/stack';
 
 /**
@@ -134,6 +136,7 @@ describe('signing and headers', () => {
       key: m.secretKey,
     });
     expect(session.body.error.code).toBe('session_not_found');
+    await keepHistory(stack, endpoint.id, 'delivery/delivered');
   });
 
   it('records each attempt in the event’s deliveries', async () => {
@@ -367,6 +370,7 @@ describe('deletion', () => {
     await sleep(300);
     expect(receiver.requests.filter((r) => r.path === p)).toHaveLength(2);
     for (const id of events) expect(await deliveries(m.secretKey, id)).toHaveLength(2);
+    await keepHistory(stack, endpoint.id, 'delivery/endpoint-deleted');
   });
 });
 
@@ -455,7 +459,8 @@ describe('at least once', () => {
       (at) => at !== null,
       'the second dispatch',
     );
-    await signalDelivery(stack.env.client, stack.taskQueue, endpoint.id, { eventIds: [event.id], generation: 0 });
+    const [target] = await wakeTargets(stack.db, [endpoint.id]);
+    await wakeEndpoint(stack.env.client, stack.taskQueue, target, 1);
     await sleep(700);
     expect(receiver.requests.filter((r) => r.path === p)).toHaveLength(1);
     expect(await deliveries(m.secretKey, event.id)).toHaveLength(1);

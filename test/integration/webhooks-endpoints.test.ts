@@ -43,7 +43,7 @@ describe('create and read', () => {
     });
     expect(res.status).toBe(201);
     expect(res.body).toEqual({
-      id: expect.stringMatching(/^we_[0-9a-z]{26}$/),
+      id: expect.stringMatching(/^we_[0-9a-z]{28}$/),
       object: 'webhook_endpoint',
       url: URL_OK,
       events: ['checkout.session.completed', 'refund.succeeded'],
@@ -76,6 +76,50 @@ describe('create and read', () => {
     expect(row.secret_ciphertext).toMatch(/^v1\./);
     const stored = await stack.db('idempotency_records').where({ key }).first();
     expect(JSON.stringify(row) + JSON.stringify(stored)).not.toContain(secretBody);
+  });
+
+  it('converges concurrent creates with one Idempotency-Key on one endpoint: every answer names it and its secret', async () => {
+    const m = await buildMerchant(stack.db);
+    const key = idem();
+    const answers = await Promise.all(Array.from({ length: 5 }, () => create(m.secretKey, { url: URL_OK }, key)));
+    expect(answers.map((r) => r.status)).toEqual([201, 201, 201, 201, 201]);
+    const rows = await stack.db('webhook_endpoints').where({ merchant_id: m.merchantId });
+    expect(rows).toHaveLength(1);
+    expect(new Set(answers.map((r) => r.body.id))).toEqual(new Set([rows[0].id]));
+    expect(new Set(answers.map((r) => r.body.secret)).size).toBe(1);
+  });
+
+  it('lets only one of concurrent creates with one key and different bodies through; the others are 409 idempotency_key_conflict', async () => {
+    const m = await buildMerchant(stack.db);
+    const key = idem();
+    const answers = await Promise.all(
+      Array.from({ length: 5 }, (_, i) => create(m.secretKey, { url: URL_OK, description: `endpoint ${i}` }, key)),
+    );
+    expect(answers.map((r) => r.status).sort()).toEqual([201, 409, 409, 409, 409]);
+    expect(answers.filter((r) => r.status === 409).every((r) => r.body.error.code === 'idempotency_key_conflict')).toBe(
+      true,
+    );
+    expect(await stack.db('webhook_endpoints').where({ merchant_id: m.merchantId })).toHaveLength(1);
+  });
+
+  it('treats a key as fresh after 24 hours: another body makes a new endpoint, the same body finds the old one', async () => {
+    const m = await buildMerchant(stack.db);
+    const key = idem();
+    const first = await create(m.secretKey, { url: URL_OK }, key);
+    const offset = stack.clock().getTime() - Date.now();
+    stack.clock.advance(24 * 60 * 60 * 1000 + 60_000);
+    try {
+      const other = await create(m.secretKey, { url: URL_OK, description: 'second' }, key);
+      expect(other.status).toBe(201);
+      expect(other.body.id).not.toBe(first.body.id);
+      stack.clock.advance(24 * 60 * 60 * 1000 + 60_000);
+      const same = await create(m.secretKey, { url: URL_OK }, key);
+      expect(same.status).toBe(201);
+      expect(same.body).toMatchObject({ id: first.body.id, secret: first.body.secret });
+      expect(await stack.db('webhook_endpoints').where({ merchant_id: m.merchantId })).toHaveLength(2);
+    } finally {
+      stack.clock.advance(offset - (stack.clock().getTime() - Date.now()));
+    }
   });
 
   it('requires an Idempotency-Key to create', async () => {
@@ -120,6 +164,40 @@ describe('create and read', () => {
       expect([method, path, res.status, res.body.error.code]).toEqual([method, path, 403, 'insufficient_scope']);
       expect(res.body.error.message).toContain('webhooks:manage');
     }
+  });
+});
+
+describe('NUL bytes', () => {
+  it('answers 404 endpoint_not_found for an id with U+0000 on GET, PATCH, DELETE, rotate_secret and test', async () => {
+    const m = await buildMerchant(stack.db);
+    for (const [method, suffix, body] of [
+      ['GET', '', undefined],
+      ['PATCH', '', { description: 'x' }],
+      ['DELETE', '', undefined],
+      ['POST', '/rotate_secret', undefined],
+      ['POST', '/test', { type: 'checkout.session.completed' }],
+    ] as const) {
+      const res = await api(method, `/webhook_endpoints/%00${suffix}`, m.secretKey, body);
+      expectError(res, 404, 'endpoint_not_found');
+      const mixed = await api(method, `/webhook_endpoints/we_%00x${suffix}`, m.secretKey, body);
+      expectError(mixed, 404, 'endpoint_not_found');
+    }
+  });
+
+  it('refuses a url or description with U+0000 with 400 validation_error, on create and PATCH', async () => {
+    const m = await buildMerchant(stack.db);
+    const issue = 'Must be valid Unicode text without U+0000';
+    expectError(await create(m.secretKey, { url: `${URL_OK}\u0000` }), 400, 'validation_error', [
+      { field: 'url', issue },
+    ]);
+    expectError(await create(m.secretKey, { url: URL_OK, description: 'a\u0000b' }), 400, 'validation_error', [
+      { field: 'description', issue },
+    ]);
+    const made = await create(m.secretKey, { url: URL_OK });
+    expect(made.status).toBe(201);
+    const patch = (body: unknown) => api('PATCH', `/webhook_endpoints/${made.body.id}`, m.secretKey, body);
+    expectError(await patch({ url: `${URL_OK}\u0000` }), 400, 'validation_error', [{ field: 'url', issue }]);
+    expectError(await patch({ description: '\u0000' }), 400, 'validation_error', [{ field: 'description', issue }]);
   });
 });
 
@@ -308,6 +386,11 @@ describe('URL safety at registration', () => {
   it('refuses a loopback address written another way (private_target)', async () => {
     await expectRefusedUrl(key, 'https://127.1/hooks', 'private_target');
     await expectRefusedUrl(key, 'https://[::ffff:7f00:1]/hooks', 'private_target');
+  });
+
+  it('refuses IPv4 inside IPv6: IPv4-compatible ::7f00:1 and IPv4-translated ::ffff:0:7f00:1 (private_target)', async () => {
+    await expectRefusedUrl(key, 'https://[::7f00:1]/hooks', 'private_target');
+    await expectRefusedUrl(key, 'https://[::ffff:0:7f00:1]/hooks', 'private_target');
   });
 
   it('refuses a host that does not resolve (unresolvable)', async () => {

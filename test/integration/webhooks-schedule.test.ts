@@ -1,17 +1,15 @@
-import { mapLimited } from '../../src/lib/concurrency';
-import { newId, randomString } from '../../src/lib/ids';
-import { signalDelivery } from '../../src/webhooks/dispatch';
-import { deliveryWorkflow } from '../../workflows/delivery';
+import { randomString } from '../../src/lib/ids';
 import { DISABLE_AFTER_FAILING_MS, MAX_ATTEMPTS, retryDelaysMs } from '../../src/webhooks/schedule';
 import { buildMerchant } from '../helpers/factories';
 import { call } from '../helpers/http';
 import { HttpsReceiver, RECEIVER_HOST, startHttpsReceiver } from '../helpers/https-receiver';
+import { keepHistory } from '../helpers/histories';
 import { startStack, Stack } from '../helpers/stack';
 
 /**
  * The delivery workflow on the time-skipping server, against a real HTTPS receiver: the exact
  * 8-attempt schedule, the 3-day disable and its e-mail, the reset by one success, redelivery after
- * re-enabling, and continue-as-new with thousands of pending deliveries.
+ * re-enabling (continue-as-new and the Postgres queue itself: webhooks-queue.test.ts).
  */
 let stack: Stack;
 let receiver: HttpsReceiver;
@@ -123,6 +121,11 @@ it('makes 8 attempts in all to a receiver that always fails, waiting 1 min, 5 mi
   await sleep(300);
   expect(await deliveries(m.secretKey, eventId)).toHaveLength(8);
   expect(receiver.requests.filter((r) => r.path === p)).toHaveLength(8);
+  await keepHistory(
+    stack,
+    (await stack.db('event_deliveries').where({ event_id: eventId }).first()).endpoint_id,
+    'delivery/retried-eight-times',
+  );
 });
 
 it('disables an endpoint failing continuously for 3 days and e-mails the merchant contact', async () => {
@@ -142,6 +145,7 @@ it('disables an endpoint failing continuously for 3 days and e-mails the merchan
   expect(emails).toHaveLength(1);
   expect(emails[0].subject).toBe(`Webhook endpoint disabled: ${endpoint.url}`);
   expect(emails[0].body).toContain(endpoint.id);
+  await keepHistory(stack, endpoint.id, 'delivery/disabled-after-3-days');
 });
 
 it('does not disable when one success interrupts the failures: the clock restarts at the next failure', async () => {
@@ -169,6 +173,7 @@ it('does not disable when one success interrupts the failures: the clock restart
     (e) => e.status === 'disabled',
     'the disable 3 days after the new failure',
   );
+  await keepHistory(stack, endpoint.id, 'delivery/success-restarts-failing-clock');
 });
 
 it('redelivers to an endpoint once it is enabled again after a disable', async () => {
@@ -192,66 +197,5 @@ it('redelivers to an endpoint once it is enabled again after a disable', async (
   expect([res.status, res.body]).toEqual([202, { endpoints: 1 }]);
   const rows = await deliveriesAtLeast(m.secretKey, eventId, MAX_ATTEMPTS + 1);
   expect(rows[MAX_ATTEMPTS]).toMatchObject({ attempt_no: 1, status_code: 200, error: null, next_retry_at: null });
+  await keepHistory(stack, endpoint.id, 'delivery/redelivered-after-reenable');
 });
-
-it('continues as new before its history grows large and keeps thousands of pending deliveries', async () => {
-  const m = await webhookMerchant();
-  const p = path();
-  const seen = new Map<string, number>();
-  const respond = receiver.respond;
-  receiver.respond = (r) => {
-    if (r.path !== p) return respond(r);
-    const id = r.headers['svc-event-id'] as string;
-    seen.set(id, (seen.get(id) ?? 0) + 1);
-    return { status: seen.get(id) === 1 ? 503 : 200 }; // the first attempt fails, the retry succeeds
-  };
-  const endpoint = await createEndpoint(m.secretKey, receiver.url(p));
-  const count = 1500;
-  const ids = Array.from({ length: count }, () => newId('evt', 'test'));
-  await stack.db.batchInsert(
-    'events',
-    ids.map((id) => ({
-      id,
-      merchant_id: m.merchantId,
-      mode: 'test',
-      type: 'checkout.session.completed',
-      data_object: JSON.stringify({ id: 'cs_test_bulk', object: 'checkout.session' }),
-      created_at: stack.clock(),
-      dispatched_at: stack.clock(), // signalled below, not by the dispatcher
-    })),
-    500,
-  );
-  // Started as the dispatcher would, with a lower history limit so that it continues as new often.
-  const handle = await stack.env.client.workflow.start(deliveryWorkflow, {
-    workflowId: endpoint.id,
-    taskQueue: stack.taskQueue,
-    args: [{ endpointId: endpoint.id, historyLimit: 1000 }],
-  });
-  const firstRun = handle.firstExecutionRunId;
-  await mapLimited(ids, 16, (eventId) =>
-    signalDelivery(stack.env.client, stack.taskQueue, endpoint.id, { eventIds: [eventId], generation: 0 }),
-  );
-
-  const attempts = (n: number) =>
-    stack.db('event_deliveries').where({ endpoint_id: endpoint.id, attempt_no: n }).count({ c: '*' }).first();
-  await until(
-    () => attempts(1),
-    (r) => Number(r!.c) === count,
-    'every first attempt',
-    60_000,
-  );
-  await stack.env.sleep('2 minutes');
-  await until(
-    () => attempts(2),
-    (r) => Number(r!.c) === count,
-    'every retry',
-    60_000,
-  );
-  await sleep(500);
-  const rows = await stack.db('event_deliveries').where({ endpoint_id: endpoint.id });
-  expect(rows).toHaveLength(2 * count);
-  expect(rows.filter((r) => r.attempt_no === 2 && r.status_code === 200)).toHaveLength(count);
-  expect([...seen.values()].every((n) => n === 2)).toBe(true);
-  expect(seen.size).toBe(count);
-  expect((await handle.describe()).runId).not.toBe(firstRun);
-}, 180_000);

@@ -1,7 +1,7 @@
 import { amountRuleOutcome, refundRuleOutcome } from '../../src/checkout/amount-rule';
 import { methodCatalog } from '../../src/checkout/methods';
-import { convertAmount, methodAvailability, presentFor } from '../../src/checkout/presentment';
-import { attemptSchedule, recheckDelays } from '../../src/temporal/session-schedule';
+import { convertAmount, convertAmountExact, methodAvailability, presentFor } from '../../src/checkout/presentment';
+import { attemptSchedule, recheckDelays } from '../../src/temporal/session';
 
 const method = (code: string, enabled = true) => ({ ...methodCatalog.find((m) => m.code === code)!, enabled });
 const iqd = (amount: number, presentment: { currency: string; fx_rate: number } | null = null) => ({
@@ -46,6 +46,16 @@ describe('presentment', () => {
     expect(convertAmount(1000, 'USD', 'IQD', 1310)).toBe(13100);
     expect(convertAmount(45000, 'IQD', 'USD', 0.000763)).toBe(3434); // 3433.5 rounds up
     expect(convertAmount(9007199254740991, 'IQD', 'IQD', 1)).toBe(9007199254740991);
+  });
+
+  it('converts in bigint end to end, and gives null for an amount beyond 2^53 − 1 rather than a rounded one', () => {
+    expect(convertAmountExact(687_572_000_000_001, 'USD', 'IQD', 1310)).toBe(9_007_193_200_000_013n); // .1 rounds down
+    expect(convertAmount(687_572_000_000_001, 'USD', 'IQD', 1310)).toBe(9_007_193_200_000_013);
+    expect(convertAmountExact(687_572_000_000_000_000n, 'USD', 'IQD', 1310)).toBe(9_007_193_200_000_000_000n);
+    expect(convertAmountExact(700_000_000_000_001, 'USD', 'IQD', 1310)).toBe(9_170_000_000_000_013n);
+    expect(convertAmount(700_000_000_000_001, 'USD', 'IQD', 1310)).toBeNull();
+    const usd = { amount: 700_000_000_000_001, currency: 'USD', presentment: null };
+    expect(presentFor(usd, method('cashondelivery'), new Map([['IQD', 1310]]))).toBeNull();
   });
 
   it("presents in the session's presentment currency when the method takes it, else the session currency", () => {

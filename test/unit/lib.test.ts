@@ -20,8 +20,18 @@ describe('constantTimeEqual', () => {
 
 describe('ids', () => {
   it('prefixes ids with their type and mode', () => {
-    expect(newId('sel')).toMatch(/^sel_[0-9a-z]{26}$/);
-    expect(newId('cs', 'test')).toMatch(/^cs_test_[0-9a-z]{26}$/);
+    expect(newId('sel')).toMatch(/^sel_[0-9a-z]{28}$/);
+    expect(newId('cs', 'test')).toMatch(/^cs_test_[0-9a-z]{28}$/);
+  });
+
+  it('gives every id 80 fresh random bits after its time prefix: a neighbour never reveals another id', () => {
+    const ids = Array.from({ length: 2000 }, (_, i) => newId(i % 2 ? 'pa' : 'cs', 'test'));
+    const random = (id: string) => id.slice(-16);
+    expect(new Set(ids.map(random)).size).toBe(ids.length);
+    // Ids made one after another, even of different types in one millisecond, share no run of the
+    // random part (with 80 random bits, eight equal leading characters are a 1 in 2^40 event).
+    const related = ids.slice(1).filter((id, i) => random(id).slice(0, 8) === random(ids[i]).slice(0, 8));
+    expect(related).toEqual([]);
   });
 
   it('keeps ids made in the same millisecond in creation order', () => {
@@ -49,6 +59,19 @@ describe('loadSettings', () => {
       WEBHOOK_ALLOWED_HOSTS: [],
       TEST_PHONE: '+9647700000000',
     });
+  });
+
+  it('trusts no proxy by default, or the number of hops TRUST_PROXY names', () => {
+    expect(loadSettings({}).TRUST_PROXY).toBe(0);
+    expect(loadSettings({ TRUST_PROXY: 'off' }).TRUST_PROXY).toBe(0);
+    expect(loadSettings({ TRUST_PROXY: '2' }).TRUST_PROXY).toBe(2);
+    expect(() => loadSettings({ TRUST_PROXY: 'true' })).toThrow(/TRUST_PROXY/);
+  });
+
+  it('allows OTP codes to Iraq (+964) by default; OTP_ALLOWED_COUNTRY_CODES lists calling codes', () => {
+    expect(loadSettings({}).OTP_ALLOWED_COUNTRY_CODES).toEqual(['964']);
+    expect(loadSettings({ OTP_ALLOWED_COUNTRY_CODES: '964, +971' }).OTP_ALLOWED_COUNTRY_CODES).toEqual(['964', '971']);
+    expect(() => loadSettings({ OTP_ALLOWED_COUNTRY_CODES: 'IQ' })).toThrow(/OTP_ALLOWED_COUNTRY_CODES/);
   });
 
   it('treats an empty variable as unset', () => {

@@ -68,6 +68,22 @@ it('refuses private, loopback, link-local and other special addresses, literal o
   }
 });
 
+it('refuses IPv4 written inside IPv6: IPv4-compatible (::/96) and IPv4-translated (::ffff:0:0:0/96)', async () => {
+  for (const url of [
+    'https://[::7f00:1]/',
+    'https://[::127.0.0.1]/',
+    'https://[::a00:1]/',
+    'https://[::808:808]/',
+    'https://[::ffff:0:7f00:1]/',
+    'https://[::ffff:0:a00:1]/',
+    'https://[::ffff:0:808:808]/',
+  ]) {
+    expect(await issue(url)).toBe('private_target');
+  }
+  expect(isPublicAddress('::7f00:1')).toBe(false);
+  expect(isPublicAddress('::ffff:0:7f00:1')).toBe(false);
+});
+
 it('refuses a name when any of its addresses is private', async () => {
   expect(await issue('https://mixed.example.com/')).toBe('private_target');
 });

@@ -2,7 +2,7 @@ import { ApiError, ErrorDetail } from '../../http/errors';
 import { hit } from '../../http/rate-limit';
 import { newId } from '../../lib/ids';
 import { log } from '../../lib/log';
-import { signalAttemptStarted, signalSessionSettled } from '../../temporal/sessions';
+import { handOff, recordHandoff } from '../../temporal/handoffs';
 import { publicLimits } from '../public-limits';
 import { phoneNotVerified } from '../public/customer';
 import { customerTokenValid } from '../public/customer-tokens';
@@ -14,7 +14,6 @@ import type { MerchantScope } from '../sessions/deps';
 import type { SessionRow } from '../sessions/session-row';
 import type { AttemptRow } from './attempt-row';
 import { beginAttempt, completeOffline, NewAttempt, Refusal, settleAttempt } from './transitions';
-import { signalAttemptResolved } from './signals';
 
 export interface CreatedAttempt {
   attempt: AttemptRow;
@@ -110,36 +109,15 @@ export async function createAttempt(
   if (attempt.flow === 'offline') {
     const done = await completeOffline(db, { session, attempt, now, publicBaseUrl });
     if (typeof done === 'string') throw refused(done);
-    await signalSessionSettled(deps.temporal, session.id, 'completed', 'cash on delivery');
-    return { ...done, redirectUrl: null };
+    await handOff(deps, [done.handoff]);
+    return { attempt: done.attempt, session: done.session, redirectUrl: null };
   }
 
-  const begun = await beginAttempt(db, { session, attempt, now });
+  // The attempt's handoff to the session workflow commits with it, before the vendor hears of it,
+  // so nothing pending is ever orphaned: delivered now, or by the relay if this process dies first.
+  const begun = await beginAttempt(db, { session, attempt, now, merchantName: scope.merchantName });
   if (typeof begun === 'string') throw refused(begun);
-  const fail = async (reason: string) => {
-    const at = deps.clock();
-    await settleAttempt(db, {
-      attemptId: attempt.id,
-      outcome: 'failed',
-      reason,
-      expireIfDue: new Date(session.expires_at).getTime() <= at.getTime(),
-      now: at,
-      publicBaseUrl,
-    });
-  };
-
-  // The workflow owns the attempt before the vendor hears of it, so nothing pending is ever orphaned.
-  try {
-    await signalAttemptStarted(
-      deps.temporal,
-      deps.taskQueue,
-      { sessionId: session.id, expiresInMs: new Date(session.expires_at).getTime() - now.getTime() },
-      { attemptId: attempt.id, testGateway: gateway.name === 'test', presentedAmount: attempt.presented_amount },
-    );
-  } catch (err) {
-    await fail('processing_error');
-    throw err;
-  }
+  await handOff(deps, [begun.handoff]);
 
   let initiated: { gatewayReference: string | null; redirectUrl: string | null };
   try {
@@ -158,8 +136,24 @@ export async function createAttempt(
       gateway: gateway.name,
       error: err instanceof Error ? err.message : String(err),
     });
-    await fail('gateway_error');
-    await signalAttemptResolved(deps.temporal, session.id, attempt.id, 'failed');
+    // Failed with its handoff in one transaction, so the workflow stops waiting for it.
+    const resolved = await db.transaction(async (trx) => {
+      const at = deps.clock();
+      await settleAttempt(trx, {
+        attemptId: attempt.id,
+        outcome: 'failed',
+        reason: 'gateway_error',
+        expireIfDue: new Date(session.expires_at).getTime() <= at.getTime(),
+        now: at,
+        publicBaseUrl,
+      });
+      return recordHandoff(
+        trx,
+        { merchantId: session.merchant_id, mode: session.mode },
+        { kind: 'attempt_resolved', sessionId: session.id, attemptId: attempt.id, status: 'failed' },
+      );
+    });
+    await handOff(deps, [resolved]);
     throw new ApiError(
       502,
       'gateway_error',

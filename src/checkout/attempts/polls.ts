@@ -7,7 +7,7 @@ import { sessionByCode } from '../public/session-lookup';
 import type { MerchantScope } from '../sessions/deps';
 import type { SessionRow } from '../sessions/session-row';
 import { AttemptRow, attemptLookupOut, attemptPollOut } from './attempt-row';
-import { signalVerify } from './signals';
+import { signalVerify } from '../../temporal/session';
 
 export const attemptNotFound = () => ApiError.notFound('attempt_not_found', 'No such payment attempt.');
 

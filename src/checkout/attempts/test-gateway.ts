@@ -1,12 +1,11 @@
 import { ApiError } from '../../http/errors';
-import type { TestGatewayDecision } from '../../temporal/session-messages';
+import { signalDecision, TestGatewayDecision } from '../../temporal/session';
 import type { PublicDeps } from '../public/deps';
 import { publicContext } from '../public/public-session';
 import type { MerchantScope } from '../sessions/deps';
 import type { SessionRow } from '../sessions/session-row';
 import { AttemptRow, returnUrl } from './attempt-row';
 import { attemptInScope } from './polls';
-import { signalDecision } from './signals';
 
 /** The attempt, if it is one the test gateway runs; `403 forbidden` for any other. */
 async function testAttempt(deps: PublicDeps, scope: MerchantScope, attemptId: string): Promise<AttemptRow> {

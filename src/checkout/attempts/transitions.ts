@@ -1,5 +1,6 @@
 import type { Db } from '../../db/knex';
 import { log } from '../../lib/log';
+import { PendingHandoff, recordHandoff } from '../../temporal/handoffs';
 import { recordEvent } from '../events';
 import type { SessionRow } from '../sessions/session-row';
 import { sessionOut } from '../sessions/session-row';
@@ -32,19 +33,22 @@ function attemptRow(session: SessionRow, a: NewAttempt, now: Date) {
   };
 }
 
+const scopeOf = (session: SessionRow) => ({ merchantId: session.merchant_id, mode: session.mode });
+
 /** Only an open session whose `expires_at` is still ahead takes an attempt. */
 const openAndUnexpired = (trx: Db, sessionId: string, now: Date) =>
   trx('checkout_sessions').where({ id: sessionId, status: 'open' }).where('expires_at', '>', now);
 
 /**
- * Sends a session to a vendor: in one transaction the open session reads `processing` and the
- * attempt is written `pending`. The conditional write decides races with a second attempt, the
- * expiry, `/expire` and a shopper cancel.
+ * Sends a session to a vendor: in one transaction the open session reads `processing`, the
+ * attempt is written `pending`, and so is its handoff to the session workflow (deliver it after
+ * the commit). The conditional write decides races with a second attempt, the expiry, `/expire`
+ * and a shopper cancel.
  */
 export async function beginAttempt(
   db: Db,
-  input: { session: SessionRow; attempt: NewAttempt; now: Date },
-): Promise<{ attempt: AttemptRow; session: SessionRow } | Refusal> {
+  input: { session: SessionRow; attempt: NewAttempt; now: Date; merchantName?: string },
+): Promise<{ attempt: AttemptRow; session: SessionRow; handoff: PendingHandoff } | Refusal> {
   return db.transaction(async (trx) => {
     const [session]: SessionRow[] = await openAndUnexpired(trx, input.session.id, input.now)
       .update({ status: 'processing', updated_at: input.now })
@@ -53,18 +57,38 @@ export async function beginAttempt(
     const [attempt]: AttemptRow[] = await trx('payment_attempts')
       .insert({ ...attemptRow(session, input.attempt, input.now), status: 'pending' })
       .returning('*');
-    return { attempt, session };
+    const handoff = await recordHandoff(trx, scopeOf(session), {
+      kind: 'attempt_started',
+      session: {
+        sessionId: session.id,
+        expiresAtMs: new Date(session.expires_at).getTime(),
+        merchantId: session.merchant_id,
+        merchantName: input.merchantName,
+        mode: session.mode,
+        referenceId: session.reference_id,
+        amount: session.amount,
+        currency: session.currency,
+      },
+      attempt: {
+        attemptId: attempt.id,
+        testGateway: attempt.gateway === 'test',
+        presentedAmount: attempt.presented_amount,
+        startedAtMs: new Date(attempt.created_at).getTime(),
+      },
+    });
+    return { attempt, session, handoff };
   });
 }
 
 /**
  * Cash on delivery: the offline attempt completes the open session at once with
- * `requires_offline_collection` (nothing captured) and `checkout.session.completed`.
+ * `requires_offline_collection` (nothing captured) and `checkout.session.completed`, and the
+ * session workflow's handoff to stop its timer.
  */
 export async function completeOffline(
   db: Db,
   input: { session: SessionRow; attempt: NewAttempt; now: Date; publicBaseUrl: string },
-): Promise<{ attempt: AttemptRow; session: SessionRow } | Refusal> {
+): Promise<{ attempt: AttemptRow; session: SessionRow; handoff: PendingHandoff } | Refusal> {
   return db.transaction(async (trx) => {
     const [locked]: SessionRow[] = await openAndUnexpired(trx, input.session.id, input.now).forUpdate().select('*');
     if (!locked) return refusal(trx, input.session.id);
@@ -88,7 +112,13 @@ export async function completeOffline(
       object: sessionOut(session, input.publicBaseUrl),
       now: input.now,
     });
-    return { attempt, session };
+    const handoff = await recordHandoff(trx, scopeOf(session), {
+      kind: 'session_settled',
+      sessionId: session.id,
+      status: 'completed',
+      by: 'cash on delivery',
+    });
+    return { attempt, session, handoff };
   });
 }
 

@@ -36,9 +36,12 @@ const otpLocked = () =>
   });
 
 /**
- * `POST /public/sessions/{code}/otp`: sends a 6-digit code to `phone` (limits: per IP and per
- * phone). The test phone, in test mode, always gets 000000 and no message; every other number
- * goes through the SMS adapter. `retry_after` says when the page may offer to send another.
+ * `POST /public/sessions/{code}/otp`: sends a 6-digit code to `phone`, which must be in an allowed
+ * country (else `400 validation_error`, issue `country_not_allowed`), within the limits per client IP, per session, per merchant and
+ * mode, and per phone (429). In live mode the code goes through the SMS adapter (`sent: true`). In
+ * test mode nothing is ever sent (`sent: false`): the test phone always gets 000000 and no message,
+ * any other number's code is kept in the outbox only. `retry_after` says when the page may offer to
+ * send another.
  */
 export async function requestOtp(
   deps: PublicDeps,
@@ -51,6 +54,13 @@ export async function requestOtp(
   const now = deps.clock();
   const session = await sessionByCode(db, scope, code);
   assertOpen(session, now);
+  const testPhone = scope.mode === 'test' && input.phone === deps.testPhone;
+  if (!testPhone && !deps.otpCountryCodes.some((c) => input.phone.startsWith(`+${c}`))) {
+    throw ApiError.validation(
+      `Codes are sent only to numbers in these countries: ${deps.otpCountryCodes.map((c) => `+${c}`).join(', ')}.`,
+      [{ field: 'phone', issue: 'country_not_allowed' }],
+    );
+  }
   const limit = async (bucket: string, rule: WindowLimit, what: string) => {
     const result = await hit(db, bucket, rule, now);
     if (!result.allowed) {
@@ -62,9 +72,10 @@ export async function requestOtp(
     return result;
   };
   await limit(`otp-ip:${clientIp}`, publicLimits.otpPerIp, 'client IP');
+  await limit(`otp-session:${session.id}`, publicLimits.otpPerSession, 'session');
+  await limit(`otp-merchant:${scope.merchantId}:${scope.mode}`, publicLimits.otpPerMerchantMode, 'merchant');
   const perPhone = await limit(`otp-phone:${input.phone}`, publicLimits.otpPerPhone, 'phone number');
 
-  const testPhone = scope.mode === 'test' && input.phone === deps.testPhone;
   const otp = testPhone ? otpRules.testPhoneCode : String(randomInt(0, 1_000_000)).padStart(6, '0');
   const id = newId('otp');
   await db('otp_challenges').insert({
@@ -76,14 +87,14 @@ export async function requestOtp(
     created_at: now,
   });
   if (!testPhone) {
-    await deps.sms.send({
+    await (scope.mode === 'test' ? deps.testSms : deps.sms).send({
       to: input.phone,
       body: otpMessage(session.locale, otp, otpRules.codeTtlMs / 60_000),
     });
   }
   const lastInWindow = perPhone.count >= publicLimits.otpPerPhone.limit;
   return {
-    sent: !testPhone,
+    sent: scope.mode === 'live',
     retry_after: lastInWindow
       ? Math.max(perPhone.retryAfter, otpRules.resendAfterSeconds)
       : otpRules.resendAfterSeconds,

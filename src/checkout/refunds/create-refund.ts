@@ -1,7 +1,8 @@
 import type { Db } from '../../db/knex';
 import { ApiError } from '../../http/errors';
+import { canonicalJson, sha256Hex } from '../../lib/hash';
 import { newId } from '../../lib/ids';
-import { startRefundWorkflow } from '../../temporal/sessions';
+import { handOff, recordHandoff } from '../../temporal/handoffs';
 import { isObjectId } from '../ids';
 import { findMethod } from '../methods';
 import type { RefundIn } from '../schemas';
@@ -26,7 +27,9 @@ const notRefundable = (message: string) => new ApiError(422, 'method_not_refunda
  * one transaction, under a lock on the session row, the refund is checked against what remains
  * (captured minus every refund requested or settled), so concurrent refunds never exceed the
  * captured amount; it is written `requested`, and its workflow settles it at the vendor.
- * A create run again with the same Idempotency-Key (after a 5xx) finds its refund.
+ * A create run again with the same Idempotency-Key and the same request (concurrently, after a
+ * 5xx, or after the 24-hour idempotency record is gone) finds its refund; the same key with another
+ * request after 24 hours is a fresh key and makes its own.
  */
 export async function createRefund(
   deps: SessionDeps,
@@ -37,16 +40,22 @@ export async function createRefund(
   const notFound = () => ApiError.notFound('session_not_found', 'No such checkout session.');
   if (!isObjectId(input.session_id)) throw notFound();
   const now = deps.clock();
-  const refund = await deps.db.transaction(async (trx: Db) => {
+  const requestHash = sha256Hex(canonicalJson(input));
+  const { refund, handoff } = await deps.db.transaction(async (trx: Db) => {
     const session: SessionRow | undefined = await trx('checkout_sessions')
       .where({ id: input.session_id, merchant_id: scope.merchantId, mode: scope.mode })
       .forUpdate()
       .first();
     if (!session) throw notFound();
     const earlier: RefundRow | undefined = await trx('refunds')
-      .where({ merchant_id: scope.merchantId, mode: scope.mode, idempotency_key: idempotencyKey })
+      .where({
+        merchant_id: scope.merchantId,
+        mode: scope.mode,
+        idempotency_key: idempotencyKey,
+        request_hash: requestHash,
+      })
       .first();
-    if (earlier) return earlier;
+    if (earlier) return { refund: earlier, handoff: null };
 
     const payment = session.payment as Payment | null;
     if (payment && payment.captured_amount === null) {
@@ -91,13 +100,23 @@ export async function createRefund(
         status: 'requested',
         metadata: JSON.stringify(input.metadata ?? {}),
         idempotency_key: idempotencyKey,
+        request_hash: requestHash,
         created_at: now,
         updated_at: now,
       })
       .returning('*');
-    return row;
+    // The workflow that settles it, handed off in the same transaction: a refund is never left `requested`.
+    const start = {
+      refundId: row.id,
+      sessionId: row.session_id,
+      merchantId: row.merchant_id,
+      merchantName: scope.merchantName,
+      mode: row.mode,
+      amount: row.amount,
+      currency: row.currency,
+    };
+    return { refund: row, handoff: await recordHandoff(trx, scope, { kind: 'refund_start', refund: start }) };
   });
-  // After the commit; starting it again (a create run again) is a no-op.
-  await startRefundWorkflow(deps.temporal, deps.taskQueue, { refundId: refund.id });
+  if (handoff) await handOff(deps, [handoff]);
   return refund;
 }

@@ -16,6 +16,8 @@ export interface RefundRow {
   failure_reason: string | null;
   metadata: Record<string, string>;
   idempotency_key: string | null;
+  /** Hash of the create's request: with the key, what a create run again finds its refund by. */
+  request_hash: string | null;
   created_at: Date;
   updated_at: Date;
 }

@@ -2,9 +2,10 @@ import type { Db } from '../../db/knex';
 import { ApiError, ErrorDetail } from '../../http/errors';
 import { canonicalJson, sha256Hex } from '../../lib/hash';
 import { newId, randomString } from '../../lib/ids';
-import { signalSessionSettled, startSessionWorkflow } from '../../temporal/sessions';
+import { handOff, Handoff, insertWithHandoff, PendingHandoff, recordHandoff } from '../../temporal/handoffs';
 import { LineItem, lineItemsTotal, minorUnitExponents } from '../money';
 import { methodsForMode } from '../payment-methods';
+import { convertAmount } from '../presentment';
 import type { SessionIn } from '../schemas';
 import type { MerchantScope, SessionDeps } from './deps';
 import { SessionRow } from './session-row';
@@ -140,6 +141,11 @@ function checkMerchantRules(scope: CreateScope, input: SessionIn, settings: Merc
       ]);
     }
     presentment = { currency: to, fx_rate: to === input.currency ? 1 : settings.fxRate! };
+    if (convertAmount(input.amount, input.currency, to, presentment.fx_rate) === null) {
+      throw ApiError.validation(`amount in ${to} at the recorded rate is beyond ${Number.MAX_SAFE_INTEGER}.`, [
+        { field: 'amount', issue: 'conversion_out_of_range' },
+      ]);
+    }
   }
   return { expiresAt, methodTypes, presentment };
 }
@@ -152,10 +158,12 @@ const ONE_OPEN = `(merchant_id, mode, reference_id) WHERE status IN ('open', 'pr
  * amount, currency and line items is returned unchanged; one with another price (or one whose
  * `expires_at` has passed before its timer fired) is expired with its event and replaced.
  *
- * A new reference id costs one INSERT, which the partial unique index refuses when a session is
- * still open; only then does a transaction, serialised per reference id by an advisory lock,
- * reconcile. The session's workflow (id = session id) starts before the row is written, so no
- * committed session is ever without its expiry timer, and no database connection waits on Temporal.
+ * A new reference id costs one statement: the INSERT, which the partial unique index refuses when a
+ * session is still open, and with it the handoff that starts the session's workflow (id = session
+ * id). Only a refusal opens a transaction, serialised per reference id by an advisory lock, to
+ * reconcile. The workflow is started after the commit (the API at once, the handoff relay if the
+ * API died first), so a create that returns an existing session starts nothing, and no database
+ * connection waits on Temporal.
  */
 export async function createSession(deps: SessionDeps, scope: CreateScope, input: SessionIn): Promise<CreateResult> {
   const { db, clock, publicBaseUrl } = deps;
@@ -207,12 +215,20 @@ export async function createSession(deps: SessionDeps, scope: CreateScope, input
     updated_at: now,
   };
 
-  // A create that ends up writing nothing tells its workflow to stop (a missed signal finds no row later).
-  await startSessionWorkflow(deps.temporal, deps.taskQueue, {
-    sessionId: row.id,
-    expiresInMs: expiresAt.getTime() - clock().getTime(),
-  });
-  const discard = (by: string) => signalSessionSettled(deps.temporal, row.id, 'discarded', by);
+  const start: Handoff = {
+    kind: 'session_start',
+    session: {
+      sessionId: row.id,
+      expiresAtMs: expiresAt.getTime(),
+      merchantId: scope.merchantId,
+      merchantName: scope.merchantName,
+      mode: scope.mode,
+      referenceId: input.reference_id,
+      amount: input.amount,
+      currency: input.currency,
+    },
+  };
+  const pending: PendingHandoff[] = [];
 
   /** Returns the open session at the same price, or replaces it; undefined when none is open any more. */
   const reconcile = async (trx: Db): Promise<CreateResult | undefined> => {
@@ -226,36 +242,36 @@ export async function createSession(deps: SessionDeps, scope: CreateScope, input
     if (!open) return undefined;
     const overdue = open.status === 'open' && new Date(open.expires_at).getTime() <= now.getTime();
     if (open.price_key === priceKey && !overdue) return { session: open, created: false, replaced: null };
-    const expired = await expireOpenSession(trx, { sessionId: open.id, publicBaseUrl, now });
-    if (!expired?.changed) {
+    const expired = await expireOpenSession(trx, {
+      sessionId: open.id,
+      publicBaseUrl,
+      now,
+      settledBy: 'replaced by a new price',
+    });
+    if (!expired?.handoff) {
       throw ApiError.conflict(
         'session_not_open',
         'The earlier session for this reference_id has a payment in progress.',
       );
     }
     const [session]: SessionRow[] = await trx('checkout_sessions').insert(row).returning('*');
+    pending.push(expired.handoff, await recordHandoff(trx, scope, start));
     return { session, created: true, replaced: expired.session };
   };
 
   let result: CreateResult | undefined;
-  try {
-    // An open session that vanishes between the refused INSERT and the lock (its timer fired) just means: try again.
-    for (let attempt = 0; !result; attempt++) {
-      if (attempt === 5) throw new Error(`reference_id ${input.reference_id} kept changing under five creates`);
-      const [session]: SessionRow[] = await db('checkout_sessions')
-        .insert(row)
-        .onConflict(db.raw(ONE_OPEN))
-        .ignore()
-        .returning('*');
-      result = session ? { session, created: true, replaced: null } : await db.transaction(reconcile);
-    }
-  } catch (err) {
-    await discard('create failed');
-    throw err;
+  // An open session that vanishes between the refused INSERT and the lock (its timer fired) just means: try again.
+  for (let attempt = 0; !result; attempt++) {
+    if (attempt === 5) throw new Error(`reference_id ${input.reference_id} kept changing under five creates`);
+    const inserted = await insertWithHandoff<SessionRow>(
+      db,
+      db('checkout_sessions').insert(row).onConflict(db.raw(ONE_OPEN)).ignore().returning('*'),
+      scope,
+      start,
+    );
+    if (inserted) pending.push(inserted.pending);
+    result = inserted ? { session: inserted.row, created: true, replaced: null } : await db.transaction(reconcile);
   }
-  if (!result.created) await discard(`returned ${result.session.id}`);
-  if (result.replaced) {
-    await signalSessionSettled(deps.temporal, result.replaced.id, 'expired', 'replaced by a new price');
-  }
+  await handOff(deps, pending);
   return result;
 }

@@ -12,10 +12,14 @@ export interface SessionDeps {
   taskQueue: string;
   /** The hosted page's base address, for session `url`s. */
   publicBaseUrl: string;
+  /** Fault injection for tests (HandoffDeps): runs between a commit and its handoff. */
+  beforeHandoff?: () => void | Promise<void>;
 }
 
 /** The merchant and mode a key acts for; every query carries both. */
 export interface MerchantScope {
   merchantId: string;
   mode: KeyMode;
+  /** The merchant's display name, when the caller knows it (for workflow summaries). */
+  merchantName?: string;
 }

@@ -1,5 +1,6 @@
 import type { Db } from '../../db/knex';
 import type { KeyMode } from '../../keys/keys';
+import { PendingHandoff, recordHandoff } from '../../temporal/handoffs';
 import { EventType, recordEvent } from '../events';
 import { SessionRow, sessionOut } from './session-row';
 
@@ -7,6 +8,8 @@ export interface TransitionResult {
   session: SessionRow;
   /** False when the session was no longer open: someone else won the race. */
   changed: boolean;
+  /** The session workflow's `sessionSettled`, when `settledBy` asked for it and the session changed. */
+  handoff?: PendingHandoff;
 }
 
 interface CloseInput {
@@ -15,6 +18,11 @@ interface CloseInput {
   publicBaseUrl: string;
   /** The transition's time (the injected clock): `updated_at` and the event's `created_at`. */
   now: Date;
+  /**
+   * Who closes it, when that is not the session workflow itself: its handoff (`sessionSettled`,
+   * to stop the timer) is written in the same transaction, for the caller to deliver after the commit.
+   */
+  settledBy?: string;
 }
 
 /**
@@ -43,7 +51,13 @@ async function closeOpenSession(
         object: sessionOut(closed, input.publicBaseUrl),
         now: input.now,
       });
-      return { session: closed, changed: true };
+      if (input.settledBy === undefined) return { session: closed, changed: true };
+      const handoff = await recordHandoff(
+        trx,
+        { merchantId: closed.merchant_id, mode: closed.mode },
+        { kind: 'session_settled', sessionId: closed.id, status: input.to, by: input.settledBy },
+      );
+      return { session: closed, changed: true, handoff };
     }
     const current: SessionRow | undefined = await trx('checkout_sessions').where(where).first();
     return current ? { session: current, changed: false } : null;

@@ -13,6 +13,8 @@ import { partnerKeyCommands } from './partner-key';
 import { productCommands } from './product';
 import { sellerCommands } from './seller';
 import { stockCommands } from './stock';
+import { webhookEndpointCommands } from './webhook-endpoint';
+import { workflowCommands } from './workflow';
 
 /** Every operator command, keyed by its words (`seller create`, `demo`). */
 export const commands: CommandTable = {
@@ -29,5 +31,7 @@ export const commands: CommandTable = {
   ...methodCommands,
   ...fxCommands,
   ...outboxCommands,
+  ...webhookEndpointCommands,
   ...demoCommands,
+  ...workflowCommands,
 };

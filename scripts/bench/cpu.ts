@@ -1,0 +1,62 @@
+import { readdirSync, readFileSync } from 'node:fs';
+
+/** Linux clock ticks per second (`getconf CLK_TCK`), the unit of /proc/<pid>/stat times. */
+const TICKS_PER_SECOND = 100;
+
+/** A process's parent and its CPU time so far (user + system, all threads), from /proc/<pid>/stat. */
+function readStat(pid: number): { ppid: number; ticks: number } | null {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name may hold spaces and parentheses: the fields start after the last ')'.
+    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    return { ppid: Number(fields[1]), ticks: Number(fields[11]) + Number(fields[12]) };
+  } catch {
+    return null; // gone, or not Linux
+  }
+}
+
+/** CPU ticks of every process in the trees rooted at `roots` (the roots and their descendants), by pid. */
+export function treeTicks(roots: number[]): Map<number, number> {
+  const stats = new Map<number, { ppid: number; ticks: number }>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const stat = readStat(Number(name));
+    if (stat) stats.set(Number(name), stat);
+  }
+  const inTree = (pid: number): boolean => {
+    for (let p = pid, hops = 0; p > 1 && hops < 64; hops++) {
+      if (roots.includes(p)) return true;
+      const stat = stats.get(p);
+      if (!stat) return false;
+      p = stat.ppid;
+    }
+    return false;
+  };
+  return new Map([...stats].filter(([pid]) => inTree(pid)).map(([pid, s]) => [pid, s.ticks]));
+}
+
+/**
+ * CPU time of a changing set of processes over a run: `sample(pids)` at the start, then every so
+ * often (a process that ends between two samples keeps the time of its last one), and
+ * `seconds()` is what they spent since their first sample, or since they started when that was later.
+ */
+export class CpuMeter {
+  private readonly first = new Map<number, number>();
+  private readonly last = new Map<number, number>();
+  private started = false;
+
+  sample(ticks: Map<number, number>): void {
+    for (const [pid, t] of ticks) {
+      // A process first seen after the first sample started during the run: all its time counts.
+      if (!this.first.has(pid)) this.first.set(pid, this.started ? 0 : t);
+      this.last.set(pid, t);
+    }
+    this.started = true;
+  }
+
+  seconds(): number {
+    let ticks = 0;
+    for (const [pid, t] of this.last) ticks += t - this.first.get(pid)!;
+    return ticks / TICKS_PER_SECOND;
+  }
+}

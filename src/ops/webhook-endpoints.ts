@@ -1,0 +1,22 @@
+import type { Db } from '../db/knex';
+import { OpsError } from './errors';
+
+/** The range `max_in_flight` takes (the column's check). */
+export const MAX_IN_FLIGHT_RANGE = { min: 1, max: 200 } as const;
+
+/**
+ * `webhook-endpoint set-concurrency`: how many POSTs may be in flight to one endpoint at once (default
+ * 20). The endpoint's workflow reads it with each batch, so it applies within seconds.
+ */
+export async function setEndpointConcurrency(db: Db, endpointId: string, maxInFlight: number) {
+  const { min, max } = MAX_IN_FLIGHT_RANGE;
+  if (maxInFlight < min || maxInFlight > max) {
+    throw new OpsError('invalid_max_in_flight', `max-in-flight must be between ${min} and ${max}`);
+  }
+  const [row] = await db('webhook_endpoints')
+    .where({ id: endpointId })
+    .update({ max_in_flight: maxInFlight, updated_at: db.fn.now() })
+    .returning(['id', 'merchant_id', 'mode', 'url', 'max_in_flight']);
+  if (!row) throw new OpsError('endpoint_not_found', `no webhook endpoint ${endpointId}`);
+  return { endpoint: row };
+}

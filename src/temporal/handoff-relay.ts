@@ -1,0 +1,105 @@
+import type { Db } from '../db/knex';
+import { type NotifiedLoop, startNotifiedLoop } from '../db/notified-loop';
+import { systemClock } from '../lib/clock';
+import { log } from '../lib/log';
+import { deliverHandoff, type Handoff, type HandoffTarget } from './handoffs';
+
+/** The lease (and the wait before a retry) after the n-th claim: 5 s, 10 s, 20 s, 40 s, then every minute. */
+export const RELAY_RETRY = { firstSeconds: 5, maxSeconds: 60 } as const;
+
+const LAST_ERROR_MAX_CHARS = 500;
+
+export interface HandoffRelayDeps extends Omit<HandoffTarget, 'clock'> {
+  db: Db;
+  clock?: HandoffTarget['clock'];
+  /** How often due handoffs are looked for. */
+  pollEveryMs?: number;
+  /** Handoffs claimed per statement (and delivered concurrently, one per workflow). */
+  batchSize?: number;
+  /** Only these merchants' handoffs (test files share one database, each with its own Temporal server). */
+  merchantIds?: ReadonlySet<string>;
+}
+
+/** `drain()` delivers every due handoff now; `stop()` waits for the running pass. */
+export type HandoffRelay = NotifiedLoop;
+
+interface ClaimedRow {
+  id: number;
+  workflow_id: string;
+  payload: Handoff;
+  attempts: number;
+}
+
+/**
+ * The handoff relay, run by the worker process: every second it claims the due rows of
+ * `workflow_handoffs` (ones the API did not deliver within its lease: it died after the commit,
+ * or Temporal refused), in one statement that takes only the oldest undelivered row of each
+ * workflow (FOR UPDATE SKIP LOCKED, so several workers share the work) and leases them until their
+ * retry time. It delivers them after that statement and deletes each one delivered, or records the
+ * error; the lease ending is the retry. Never given up: a handoff is what keeps a committed attempt
+ * or refund from being stranded, so one that keeps failing is logged on every try.
+ */
+export function startHandoffRelay(deps: HandoffRelayDeps): HandoffRelay {
+  const target: HandoffTarget = {
+    temporal: deps.temporal,
+    taskQueue: deps.taskQueue,
+    clock: deps.clock ?? systemClock,
+  };
+  const batchSize = deps.batchSize ?? 50;
+
+  async function claim(): Promise<ClaimedRow[]> {
+    const merchants = deps.merchantIds ? [...deps.merchantIds] : null;
+    if (merchants?.length === 0) return [];
+    const { rows } = await deps.db.raw(
+      `UPDATE workflow_handoffs
+          SET attempts = attempts + 1,
+              next_attempt_at = now() + make_interval(secs => least(?, ? * power(2, attempts)))
+        WHERE id IN (
+          SELECT h.id FROM workflow_handoffs h
+           WHERE h.next_attempt_at <= now()
+             ${merchants ? 'AND h.merchant_id = ANY(?::text[])' : ''}
+             AND NOT EXISTS (SELECT 1 FROM workflow_handoffs e WHERE e.workflow_id = h.workflow_id AND e.id < h.id)
+           ORDER BY h.next_attempt_at, h.id
+           LIMIT ?
+           FOR UPDATE SKIP LOCKED)
+        RETURNING id, workflow_id, payload, attempts`,
+      [RELAY_RETRY.maxSeconds, RELAY_RETRY.firstSeconds, ...(merchants ? [merchants] : []), batchSize],
+    );
+    return rows;
+  }
+
+  async function deliverOne(row: ClaimedRow): Promise<void> {
+    try {
+      await deliverHandoff(target, row.payload);
+    } catch (err) {
+      const error = (err instanceof Error ? err.message : String(err)).slice(0, LAST_ERROR_MAX_CHARS);
+      await deps.db('workflow_handoffs').where({ id: row.id }).update({ last_error: error });
+      log.warn('handoff not delivered; will retry', {
+        handoff_id: row.id,
+        kind: row.payload.kind,
+        workflow_id: row.workflow_id,
+        attempts: row.attempts,
+        error,
+      });
+      return;
+    }
+    await deps.db('workflow_handoffs').where({ id: row.id }).del();
+    log.info('handoff delivered by the relay', {
+      handoff_id: row.id,
+      kind: row.payload.kind,
+      workflow_id: row.workflow_id,
+      attempts: row.attempts,
+    });
+  }
+
+  return startNotifiedLoop({
+    name: 'handoff relay',
+    everyMs: deps.pollEveryMs ?? 1000,
+    batchSize,
+    batch: async () => {
+      const rows = await claim();
+      await Promise.all(rows.map(deliverOne));
+      return rows.length;
+    },
+  });
+}

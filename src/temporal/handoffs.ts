@@ -1,0 +1,157 @@
+import type { Client } from '@temporalio/client';
+import type { Knex } from 'knex';
+import type { Db } from '../db/knex';
+import type { KeyMode } from '../keys/keys';
+import type { Clock } from '../lib/clock';
+import { log } from '../lib/log';
+import { RefundStart, startRefundWorkflow } from './refund';
+import {
+  AttemptStart,
+  SessionStart,
+  signalAttemptResolved,
+  signalAttemptStarted,
+  signalSessionSettled,
+  startSessionWorkflow,
+} from './session';
+
+/**
+ * What a workflow must hear of a committed state change. Each is delivered at least once, and
+ * each is harmless repeated: a workflow start reuses the running one (a refund's is never run
+ * twice), the session workflow adopts an attempt id once, and a signal to a workflow that has
+ * ended is dropped (it has nothing left to stop).
+ */
+export type Handoff =
+  /** A new session's workflow and its timer for `expires_at`. */
+  | { kind: 'session_start'; session: SessionStart }
+  /** An attempt sent to the vendor, for the session workflow to run (starting it if it is gone). */
+  | { kind: 'attempt_started'; session: SessionStart; attempt: AttemptStart }
+  /** An attempt settled outside the workflow (its initiation failed). */
+  | { kind: 'attempt_resolved'; sessionId: string; attemptId: string; status: string }
+  /** A session settled outside its workflow (`/expire`, a shopper cancel, a new price, cash on delivery). */
+  | { kind: 'session_settled'; sessionId: string; status: string; by: string }
+  /** A refund to settle at the vendor. */
+  | { kind: 'refund_start'; refund: RefundStart };
+
+/** A handoff written in a transaction, for the caller to deliver after the commit. */
+export interface PendingHandoff {
+  id: number;
+  handoff: Handoff;
+}
+
+/** Who the handoff belongs to (the relay in a test stack takes only its own merchants'). */
+export interface HandoffScope {
+  merchantId: string;
+  mode: KeyMode;
+}
+
+/** How long the API has to deliver its own handoff before the relay may take it over. */
+export const FAST_PATH_LEASE_SECONDS = 2;
+
+function workflowIdOf(h: Handoff): string {
+  if (h.kind === 'refund_start') return h.refund.refundId;
+  return 'session' in h ? h.session.sessionId : h.sessionId;
+}
+
+function columns(scope: HandoffScope, handoff: Handoff) {
+  return {
+    merchant_id: scope.merchantId,
+    mode: scope.mode,
+    workflow_id: workflowIdOf(handoff),
+    kind: handoff.kind,
+    payload: JSON.stringify(handoff),
+  };
+}
+
+/** Records `handoff` in the caller's transaction; deliver it with `handOff` after the commit. */
+export async function recordHandoff(trx: Db, scope: HandoffScope, handoff: Handoff): Promise<PendingHandoff> {
+  const [{ id }]: Array<{ id: number }> = await trx('workflow_handoffs')
+    .insert({
+      ...columns(scope, handoff),
+      next_attempt_at: trx.raw('now() + make_interval(secs => ?)', [FAST_PATH_LEASE_SECONDS]),
+    })
+    .returning('id');
+  return { id, handoff };
+}
+
+/**
+ * Runs `insert` (an INSERT … RETURNING * that may write nothing, e.g. ON CONFLICT DO NOTHING) and
+ * records `handoff` in the same statement, only when it wrote a row: one round trip, one commit.
+ */
+export async function insertWithHandoff<T>(
+  db: Db,
+  insert: Knex.QueryBuilder,
+  scope: HandoffScope,
+  handoff: Handoff,
+): Promise<{ row: T; pending: PendingHandoff } | undefined> {
+  const statement = insert.toSQL();
+  const c = columns(scope, handoff);
+  const { rows } = await db.raw(
+    `WITH w AS (${statement.sql}),
+          h AS (INSERT INTO workflow_handoffs (merchant_id, mode, workflow_id, kind, payload, next_attempt_at)
+                SELECT ?::text, ?::text, ?::text, ?::text, ?::jsonb, now() + make_interval(secs => ?) FROM w
+                RETURNING id)
+     SELECT w.*, h.id AS handoff_id FROM w, h`,
+    [...statement.bindings, c.merchant_id, c.mode, c.workflow_id, c.kind, c.payload, FAST_PATH_LEASE_SECONDS],
+  );
+  if (rows.length === 0) return undefined;
+  const { handoff_id: id, ...row } = rows[0];
+  return { row: row as T, pending: { id: Number(id), handoff } };
+}
+
+/** Where handoffs go. */
+export interface HandoffTarget {
+  temporal: Client;
+  taskQueue: string;
+  clock: Clock;
+}
+
+/** Delivers one handoff (idempotent; throws when Temporal did not take it). */
+export async function deliverHandoff(target: HandoffTarget, h: Handoff): Promise<void> {
+  const { temporal, taskQueue } = target;
+  switch (h.kind) {
+    case 'session_start':
+      return startSessionWorkflow(temporal, taskQueue, h.session);
+    case 'attempt_started':
+      return signalAttemptStarted(temporal, taskQueue, { session: h.session, attempt: h.attempt });
+    case 'attempt_resolved':
+      return signalAttemptResolved(temporal, h.sessionId, h.attemptId, h.status);
+    case 'session_settled':
+      return signalSessionSettled(temporal, h.sessionId, h.status, h.by);
+    case 'refund_start':
+      return startRefundWorkflow(temporal, taskQueue, h.refund);
+  }
+}
+
+export interface HandoffDeps extends HandoffTarget {
+  db: Db;
+  /**
+   * Fault injection for tests: runs after the state change committed and before its handoff is
+   * delivered; a throw is the process dying there. Never set in production.
+   */
+  beforeHandoff?: () => void | Promise<void>;
+}
+
+/**
+ * The fast path, right after the commit: delivers the handoffs in order and deletes the ones
+ * delivered. One Temporal refused is logged and left to the relay (its lease ends within
+ * FAST_PATH_LEASE_SECONDS), so the caller's answer does not depend on Temporal being up.
+ */
+export async function handOff(deps: HandoffDeps, pending: PendingHandoff[]): Promise<void> {
+  if (pending.length === 0) return;
+  await deps.beforeHandoff?.();
+  const delivered: number[] = [];
+  for (const { id, handoff } of pending) {
+    try {
+      await deliverHandoff(deps, handoff);
+      delivered.push(id);
+    } catch (err) {
+      log.warn('handoff not delivered; the relay retries it', {
+        handoff_id: id,
+        kind: handoff.kind,
+        workflow_id: workflowIdOf(handoff),
+        error: err instanceof Error ? err.message : String(err),
+      });
+    }
+  }
+  if (delivered.length > 0) await deps.db('workflow_handoffs').whereIn('id', delivered).del();
+}

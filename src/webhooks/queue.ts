@@ -1,0 +1,216 @@
+import type { Db } from '../db/knex';
+import type { AttemptKey, AttemptResult } from './attempts';
+
+/**
+ * The webhook delivery queue in Postgres (`webhook_queue`): one row per (event, endpoint,
+ * generation) with its status, its next attempt and when it is due. The dispatcher, redelivery and
+ * replay insert rows; the endpoint's workflow only decides when to look, and its `deliverDue`
+ * activity claims due rows, sends them and moves them on in the transaction that records the attempt.
+ */
+
+/** A claimed row lapses after this long (the batch died without recording): it is due again. */
+export const CLAIM_LEASE_MS = 2 * 60_000;
+
+/** A row to queue: attempt 1 of `eventId` to `endpointId`. */
+export interface QueueEntry {
+  eventId: string;
+  endpointId: string;
+}
+
+/**
+ * Queues attempt 1 of each entry in `generation`, due now (the database's clock: never later than
+ * workflow time); an entry already queued in that generation is left as it is. Returns how many
+ * rows each endpoint got.
+ */
+export async function enqueue(
+  db: Db,
+  entries: readonly QueueEntry[],
+  generation: number,
+): Promise<Map<string, number>> {
+  const counts = new Map<string, number>();
+  if (entries.length === 0) return counts;
+  const { rows } = await db.raw(
+    `INSERT INTO webhook_queue (event_id, endpoint_id, generation, next_attempt_at)
+     SELECT q.event_id, q.endpoint_id, ?, now() FROM unnest(?::text[], ?::text[]) AS q(event_id, endpoint_id)
+     ON CONFLICT DO NOTHING
+     RETURNING endpoint_id`,
+    [generation, entries.map((e) => e.eventId), entries.map((e) => e.endpointId)],
+  );
+  for (const { endpoint_id: id } of rows as Array<{ endpoint_id: string }>) counts.set(id, (counts.get(id) ?? 0) + 1);
+  return counts;
+}
+
+/** Adopts deliveries that were pending elsewhere (the old workflow type's queue) at their attempt and due time. */
+export async function adopt(
+  db: Db,
+  endpointId: string,
+  pending: ReadonlyArray<AttemptKey & { dueAtMs: number }>,
+): Promise<number> {
+  if (pending.length === 0) return 0;
+  const { rowCount } = await db.raw(
+    `INSERT INTO webhook_queue (event_id, endpoint_id, generation, attempt_no, next_attempt_at)
+     SELECT p.event_id, ?, p.generation, p.attempt_no, to_timestamp(p.due_ms / 1000.0)
+       FROM unnest(?::text[], ?::bigint[], ?::int[], ?::bigint[]) AS p(event_id, generation, attempt_no, due_ms)
+       JOIN events e ON e.id = p.event_id
+     ON CONFLICT DO NOTHING`,
+    [
+      endpointId,
+      pending.map((p) => p.eventId),
+      pending.map((p) => p.generation),
+      pending.map((p) => p.attemptNo),
+      pending.map((p) => p.dueAtMs),
+    ],
+  );
+  return rowCount ?? 0;
+}
+
+/**
+ * Claims up to `limit` of the endpoint's rows due at `nowMs` for `batch`, earliest first, and
+ * pushes their due time out by the lease; rows `batch` already holds (a retried activity whose
+ * first try died after sending) come first, so their attempt is sent again rather than skipped.
+ */
+export async function claimDue(
+  db: Db,
+  endpointId: string,
+  batch: string,
+  nowMs: number,
+  limit: number,
+): Promise<AttemptKey[]> {
+  const { rows } = await db.raw(
+    `WITH held AS (
+       SELECT event_id, generation FROM webhook_queue
+        WHERE claim = ? AND endpoint_id = ? AND status = 'pending'
+        LIMIT ?
+     ), due AS (
+       SELECT event_id, generation FROM webhook_queue
+        WHERE endpoint_id = ? AND status = 'pending' AND next_attempt_at <= ?
+        ORDER BY next_attempt_at
+        LIMIT ?
+        FOR UPDATE SKIP LOCKED
+     ), picked AS (
+       SELECT * FROM held UNION SELECT * FROM due LIMIT ?
+     )
+     UPDATE webhook_queue q SET claim = ?, next_attempt_at = ?, updated_at = now()
+       FROM picked
+      WHERE q.event_id = picked.event_id AND q.endpoint_id = ? AND q.generation = picked.generation
+        AND q.status = 'pending'
+     RETURNING q.event_id, q.generation, q.attempt_no`,
+    [
+      batch,
+      endpointId,
+      limit,
+      endpointId,
+      new Date(nowMs),
+      limit,
+      limit,
+      batch,
+      new Date(nowMs + CLAIM_LEASE_MS),
+      endpointId,
+    ],
+  );
+  return (rows as Array<{ event_id: string; generation: string; attempt_no: number }>).map((r) => ({
+    eventId: r.event_id,
+    generation: Number(r.generation),
+    attemptNo: r.attempt_no,
+  }));
+}
+
+/**
+ * Moves claimed rows on after their attempts were recorded (in the same transaction): the next
+ * attempt and its due time after a failure with a retry left, otherwise over (`delivered`, `failed`
+ * after the last attempt, `cancelled` when nothing was tried). Only rows still held by `batch` at
+ * that attempt move.
+ */
+export async function advance(
+  db: Db,
+  endpointId: string,
+  batch: string,
+  done: ReadonlyArray<{ key: AttemptKey; result: AttemptResult }>,
+): Promise<void> {
+  if (done.length === 0) return;
+  const status = ({ result }: { result: AttemptResult }) => {
+    if (result.outcome === 'delivered') return 'delivered';
+    if (result.outcome === 'failed') return result.nextRetryAtMs === null ? 'failed' : 'pending';
+    return 'cancelled';
+  };
+  await db.raw(
+    `UPDATE webhook_queue q
+        SET status = d.status,
+            attempt_no = CASE WHEN d.status = 'pending' THEN q.attempt_no + 1 ELSE q.attempt_no END,
+            next_attempt_at = CASE WHEN d.status = 'pending' THEN to_timestamp(d.next_ms / 1000.0) END,
+            claim = NULL, updated_at = now()
+       FROM unnest(?::text[], ?::bigint[], ?::int[], ?::text[], ?::bigint[])
+            AS d(event_id, generation, attempt_no, status, next_ms)
+      WHERE q.event_id = d.event_id AND q.endpoint_id = ? AND q.generation = d.generation
+        AND q.attempt_no = d.attempt_no AND q.claim = ?`,
+    [
+      done.map((d) => d.key.eventId),
+      done.map((d) => d.key.generation),
+      done.map((d) => d.key.attemptNo),
+      done.map(status),
+      done.map((d) => (d.result.nextRetryAtMs === null ? null : String(d.result.nextRetryAtMs))) as string[],
+      endpointId,
+      batch,
+    ],
+  );
+}
+
+/**
+ * Takes up to `limit` of the endpoint's pending rows out of the queue (`cancelled`) and returns
+ * them, for recording as `endpoint_deleted`; held rows included (the endpoint is gone).
+ */
+export async function takePending(db: Db, endpointId: string, limit: number): Promise<AttemptKey[]> {
+  const { rows } = await db.raw(
+    `UPDATE webhook_queue q SET status = 'cancelled', next_attempt_at = NULL, claim = NULL, updated_at = now()
+       FROM (SELECT event_id, generation FROM webhook_queue
+              WHERE endpoint_id = ? AND status = 'pending' ORDER BY next_attempt_at LIMIT ? FOR UPDATE) p
+      WHERE q.event_id = p.event_id AND q.endpoint_id = ? AND q.generation = p.generation
+     RETURNING q.event_id, q.generation, q.attempt_no`,
+    [endpointId, limit, endpointId],
+  );
+  return (rows as Array<{ event_id: string; generation: string; attempt_no: number }>).map((r) => ({
+    eventId: r.event_id,
+    generation: Number(r.generation),
+    attemptNo: r.attempt_no,
+  }));
+}
+
+/** What the endpoint's queue holds: when the next row is due (claims included) and how many are pending (counted up to `countUpTo`). */
+export async function queueState(
+  db: Db,
+  endpointId: string,
+  countUpTo: number,
+): Promise<{ nextDueAtMs: number | null; pending: number }> {
+  const { rows } = await db.raw(
+    `SELECT (SELECT min(next_attempt_at) FROM webhook_queue WHERE endpoint_id = ? AND status = 'pending') AS next_due,
+            (SELECT count(*) FROM (SELECT 1 FROM webhook_queue WHERE endpoint_id = ? AND status = 'pending' LIMIT ?) c)
+              AS pending`,
+    [endpointId, endpointId, countUpTo],
+  );
+  const [row] = rows as Array<{ next_due: Date | null; pending: string }>;
+  return { nextDueAtMs: row.next_due ? new Date(row.next_due).getTime() : null, pending: Number(row.pending) };
+}
+
+/**
+ * Endpoints with a row overdue by more than `overdueMs` (by the database's clock): their
+ * workflow did not pick it up (a wake signal lost to a crash after commit, or an ended run), so
+ * the dispatcher's sweep wakes them again.
+ */
+export async function overdueEndpoints(
+  db: Db,
+  overdueMs: number,
+  merchantIds?: ReadonlySet<string>,
+): Promise<string[]> {
+  const query = db('webhook_endpoints as e')
+    .whereExists((q) =>
+      q
+        .select(db.raw('1'))
+        .from('webhook_queue as q')
+        .whereRaw('q.endpoint_id = e.id')
+        .where('q.status', 'pending')
+        .whereRaw(`q.next_attempt_at < now() - make_interval(secs => ?)`, [overdueMs / 1000]),
+    )
+    .pluck('e.id');
+  if (merchantIds) query.whereIn('e.merchant_id', [...merchantIds]);
+  return query;
+}

@@ -1,0 +1,92 @@
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { loadSettings } from '../../src/config';
+import { createDb, Db } from '../../src/db/knex';
+import { requireSecretKeyForLive } from '../../src/webhooks/runtime';
+import { buildMerchant } from '../helpers/factories';
+import { readRunEnv } from '../helpers/stack';
+
+/**
+ * The API and the worker refuse to start in live use (PARTNER_ENVIRONMENT=live, or a live Checkout
+ * key in the database) without WEBHOOK_SECRET_KEY: the development key is in the repository.
+ */
+const root = join(__dirname, '..', '..');
+const KEY = 'a'.repeat(64);
+let db: Db;
+let databaseUrl: string;
+beforeAll(() => {
+  databaseUrl = readRunEnv().databaseUrl;
+  db = createDb(databaseUrl, 2);
+});
+afterAll(() => db.destroy());
+
+/** Runs `src/main/<entry>.ts` until it exits; Temporal points at a closed port, so nothing gets far. */
+function runEntry(entry: 'api' | 'worker', env: Record<string, string>) {
+  return new Promise<{ code: number | null; output: string }>((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', join('src', 'main', `${entry}.ts`)], {
+      cwd: root,
+      env: {
+        PATH: process.env.PATH,
+        DATABASE_URL: databaseUrl,
+        TEMPORAL_ADDRESS: '127.0.0.1:1',
+        PORT: '0',
+        HOST: '127.0.0.1',
+        LOG_LEVEL: 'info',
+        ...env,
+      },
+    });
+    let output = '';
+    child.stdout.on('data', (d) => (output += d));
+    child.stderr.on('data', (d) => (output += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 45_000);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, output });
+    });
+  });
+}
+
+describe.each(['api', 'worker'] as const)('npm run %s', (entry) => {
+  it('refuses to start with PARTNER_ENVIRONMENT=live and no WEBHOOK_SECRET_KEY', async () => {
+    const { code, output } = await runEntry(entry, { PARTNER_ENVIRONMENT: 'live' });
+    expect(code).toBe(1);
+    expect(output).toContain('WEBHOOK_SECRET_KEY must be set');
+  });
+
+  it('refuses to start when a live Checkout key exists and WEBHOOK_SECRET_KEY is unset', async () => {
+    await buildMerchant(db, { mode: 'live', methods: ['cashondelivery'] });
+    const { code, output } = await runEntry(entry, {});
+    expect(code).toBe(1);
+    expect(output).toContain('WEBHOOK_SECRET_KEY must be set');
+  });
+});
+
+describe('requireSecretKeyForLive', () => {
+  it('passes with a key set, even in live use', async () => {
+    await buildMerchant(db, { mode: 'live', methods: ['cashondelivery'] });
+    const settings = loadSettings({ PARTNER_ENVIRONMENT: 'live', WEBHOOK_SECRET_KEY: KEY });
+    await expect(requireSecretKeyForLive(settings, db)).resolves.toBeUndefined();
+  });
+
+  it('names the reason: the live environment, or the live keys', async () => {
+    await expect(requireSecretKeyForLive(loadSettings({ PARTNER_ENVIRONMENT: 'live' }), db)).rejects.toThrow(
+      /PARTNER_ENVIRONMENT=live/,
+    );
+    await buildMerchant(db, { mode: 'live', methods: ['cashondelivery'] });
+    await expect(requireSecretKeyForLive(loadSettings({}), db)).rejects.toThrow(/live Checkout key/);
+  });
+});
+
+describe('docker-compose.yml', () => {
+  const compose = readFileSync(join(root, 'docker-compose.yml'), 'utf8');
+
+  it('requires WEBHOOK_SECRET_KEY (compose stops with a message when it is unset)', () => {
+    expect(compose).toMatch(/^\s+WEBHOOK_SECRET_KEY: \$\{WEBHOOK_SECRET_KEY:\?[^}]+\}$/m);
+  });
+
+  it('publishes neither the Temporal frontend nor Postgres to the host', () => {
+    expect(compose).not.toMatch(/['"]?(\d+\.\d+\.\d+\.\d+:)?7233:7233/);
+    expect(compose).not.toMatch(/5432:5432/);
+  });
+});

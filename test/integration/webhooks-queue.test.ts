@@ -1,0 +1,378 @@
+import { recordEvent } from '../../src/checkout/events';
+import { newId, randomString } from '../../src/lib/ids';
+import { run } from '../../src/cli/run';
+import { deliveryWorkflowType, endpointDeliveryWorkflowType } from '../../src/temporal/delivery';
+import { wakeEndpoint } from '../../src/temporal/delivery';
+import { wakeTargets } from '../../src/webhooks/dispatch';
+import { enqueue } from '../../src/webhooks/queue';
+import { buildMerchant } from '../helpers/factories';
+import { call } from '../helpers/http';
+import { HttpsReceiver, RECEIVER_HOST, ReceivedRequest, startHttpsReceiver } from '../helpers/https-receiver';
+import { keepHistory } from '../helpers/histories';
+import { startStack, Stack } from '../helpers/stack';
+
+/**
+ * The Postgres-backed delivery queue on the time-skipping server, against a real HTTPS receiver:
+ * rows as the dispatcher writes them, a worker dying between the POST and the row update, the
+ * replay of a time window, continue-as-new with thousands pending and nothing carried, the old
+ * workflow type moving its queue into Postgres, the idle end of a run, and the concurrency setting.
+ */
+let stack: Stack;
+let receiver: HttpsReceiver;
+beforeAll(async () => {
+  receiver = await startHttpsReceiver();
+  stack = await startStack({ WEBHOOK_ALLOWED_HOSTS: RECEIVER_HOST, WEBHOOK_EXTRA_CA_PATH: receiver.caPath });
+});
+afterAll(async () => {
+  await stack.stop();
+  await receiver.close();
+});
+beforeEach(() => {
+  receiver.respond = () => ({ status: 200 });
+  delete stack.deps.webhooks!.afterSend;
+});
+
+const DAY = 24 * 60 * 60 * 1000;
+const path = () => `/hook-${randomString(10)}`;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const eventIdOf = (r: ReceivedRequest) => r.headers['svc-event-id'] as string;
+
+async function until<T>(read: () => Promise<T>, ok: (value: T) => boolean, what: string, timeoutMs = 20_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (ok(value)) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(value)}`);
+    await sleep(50);
+  }
+}
+
+async function webhookMerchant() {
+  const m = await buildMerchant(stack.db);
+  stack.dispatchEventsOf(m.merchantId);
+  return m;
+}
+
+async function createEndpoint(key: string, url: string, events: string[] = ['*']) {
+  const res = await call(stack.baseUrl, 'POST', '/v1/webhook_endpoints', {
+    key,
+    idempotencyKey: `idem_${randomString(16)}`,
+    body: { url, events, mode: 'test' },
+  });
+  if (res.status !== 201) throw new Error(`create endpoint answered ${res.status}: ${res.text}`);
+  return res.body as { id: string; secret: string; url: string };
+}
+
+/** An event committed as a transition commits it, at the stack's clock. */
+const stateChange = (merchantId: string, type: 'checkout.session.completed' | 'checkout.session.expired') =>
+  stack.db.transaction((trx) =>
+    recordEvent(trx, {
+      merchantId,
+      mode: 'test',
+      type,
+      object: { id: newId('cs', 'test'), object: 'checkout.session' },
+      now: stack.clock(),
+    }),
+  );
+
+const deliveries = async (key: string, id: string) =>
+  (await call(stack.baseUrl, 'GET', `/v1/events/${id}`, { key })).body.deliveries as any[];
+const queueRows = (endpointId: string) => stack.db('webhook_queue').where({ endpoint_id: endpointId });
+
+it('queues one row per event and endpoint as the dispatcher commits it, and closes the row with the delivery', async () => {
+  const m = await webhookMerchant();
+  const p = path();
+  const endpoint = await createEndpoint(m.secretKey, receiver.url(p));
+  const event = await stateChange(m.merchantId, 'checkout.session.completed');
+  await receiver.waitFor(1, p);
+  const [row] = await until(
+    () => queueRows(endpoint.id),
+    (rows) => rows[0]?.status === 'delivered',
+    'the row delivered',
+  );
+  expect(row).toMatchObject({ event_id: event.id, generation: 0, attempt_no: 1, next_attempt_at: null, claim: null });
+  const handle = stack.env.client.workflow.getHandle(endpoint.id);
+  const described = await handle.describe();
+  expect(described.type).toBe(endpointDeliveryWorkflowType);
+  // (The static summary is not kept by the time-skipping test server; the dev server shows it.)
+  expect(described.typedSearchAttributes.getAll().map((p) => [p.key.name, p.value])).toEqual(
+    expect.arrayContaining([
+      ['EndpointId', endpoint.id],
+      ['MerchantId', m.merchantId],
+      ['Mode', 'test'],
+      ['EndpointStatus', 'enabled'],
+    ]),
+  );
+});
+
+it('sends the same attempt again when a worker dies between the POST and the row update: same event id, one row', async () => {
+  const m = await webhookMerchant();
+  const p = path();
+  let dying = true;
+  stack.deps.webhooks!.afterSend = () => {
+    if (!dying) return;
+    dying = false;
+    throw new Error('the worker died after sending'); // nothing recorded, the batch retries
+  };
+  const endpoint = await createEndpoint(m.secretKey, receiver.url(p));
+  const event = await stateChange(m.merchantId, 'checkout.session.completed');
+  const [first, again] = await receiver.waitFor(2, p);
+  expect([eventIdOf(first), eventIdOf(again)]).toEqual([event.id, event.id]);
+  expect(again.body).toBe(first.body);
+  const rows = await until(
+    () => deliveries(m.secretKey, event.id),
+    (d) => d.length >= 1,
+    'the recorded attempt',
+  );
+  expect(rows).toEqual([expect.objectContaining({ endpoint_id: endpoint.id, attempt_no: 1, status_code: 200 })]);
+  await sleep(500);
+  expect(receiver.requests.filter((r) => r.path === p)).toHaveLength(2);
+  expect(await queueRows(endpoint.id)).toEqual([expect.objectContaining({ status: 'delivered', attempt_no: 1 })]);
+});
+
+describe('replay of a time window', () => {
+  const replay = (key: string, endpointId: string, body: unknown, idempotencyKey?: string) =>
+    call(stack.baseUrl, 'POST', `/v1/webhook_endpoints/${endpointId}/replay`, { key, idempotencyKey, body });
+
+  it('queues every event of the window the endpoint subscribes to as new deliveries, once per Idempotency-Key', async () => {
+    const m = await webhookMerchant();
+    const p = path();
+    const before = await stateChange(m.merchantId, 'checkout.session.completed');
+    await sleep(20);
+    const since = stack.clock();
+    const inside = [
+      await stateChange(m.merchantId, 'checkout.session.completed'),
+      await stateChange(m.merchantId, 'checkout.session.expired'),
+      await stateChange(m.merchantId, 'checkout.session.completed'),
+    ];
+    await sleep(20);
+    const until_ = stack.clock();
+    await stateChange(m.merchantId, 'checkout.session.completed');
+    const endpoint = await createEndpoint(m.secretKey, receiver.url(p), ['checkout.session.completed']);
+    const body = { since: since.toISOString(), until: until_.toISOString() };
+    const key = `replay_${randomString(12)}`;
+
+    const res = await replay(m.secretKey, endpoint.id, body, key);
+    expect(res.status).toBe(202);
+    expect(res.body).toEqual({
+      id: expect.stringMatching(/^wr_/),
+      object: 'webhook_replay',
+      endpoint_id: endpoint.id,
+      since: body.since,
+      until: body.until,
+      types: null,
+      queued: 2,
+      created_at: expect.any(String),
+    });
+    const got = await receiver.waitFor(2, p);
+    expect(got.map(eventIdOf).sort()).toEqual([inside[0].id, inside[2].id].sort());
+    for (const id of [inside[0].id, inside[2].id]) {
+      const rows = await until(
+        () => deliveries(m.secretKey, id),
+        (d) => d.length === 1,
+        'the replayed delivery',
+      );
+      expect(rows[0]).toMatchObject({ endpoint_id: endpoint.id, attempt_no: 1, status_code: 200 });
+    }
+
+    const again = await replay(m.secretKey, endpoint.id, body, key);
+    expect([again.status, again.headers.get('idempotent-replayed'), again.body]).toEqual([202, 'true', res.body]);
+    const typed = await replay(m.secretKey, endpoint.id, { ...body, types: ['checkout.session.expired'] }, `t_${key}`);
+    expect(typed.body.queued).toBe(0); // the endpoint does not subscribe to it
+    await sleep(700);
+    expect(receiver.requests.filter((r) => r.path === p)).toHaveLength(2);
+    expect(receiver.requests.some((r) => eventIdOf(r) === before.id && r.path === p)).toBe(false);
+  });
+
+  it('requires an Idempotency-Key and refuses a window over 30 days, beyond retention, reversed, or on a disabled endpoint', async () => {
+    const m = await webhookMerchant();
+    const endpoint = await createEndpoint(m.secretKey, receiver.url(path()));
+    const now = stack.clock().getTime();
+    const at = (ms: number) => new Date(now + ms).toISOString();
+    const missing = await replay(m.secretKey, endpoint.id, { since: at(-DAY), until: at(0) });
+    expect([missing.status, missing.body.error.code]).toEqual([400, 'idempotency_key_required']);
+    for (const [body, field, issue] of [
+      [{ since: at(-31 * DAY), until: at(0) }, 'until', 'window_too_long'],
+      [{ since: at(-31 * DAY), until: at(-30.5 * DAY) }, 'since', 'beyond_retention'],
+      [{ since: at(0), until: at(-DAY) }, 'until', 'not_after_since'],
+    ] as const) {
+      const res = await replay(m.secretKey, endpoint.id, body, `k_${randomString(12)}`);
+      expect([res.status, res.body.error.code, res.body.error.details]).toEqual([
+        400,
+        'validation_error',
+        [{ field, issue }],
+      ]);
+    }
+    await call(stack.baseUrl, 'PATCH', `/v1/webhook_endpoints/${endpoint.id}`, {
+      key: m.secretKey,
+      body: { status: 'disabled' },
+    });
+    const disabled = await replay(m.secretKey, endpoint.id, { since: at(-DAY), until: at(0) }, `k_${randomString(12)}`);
+    expect([disabled.status, disabled.body.error.code]).toEqual([409, 'endpoint_disabled']);
+    const other = await buildMerchant(stack.db);
+    const foreign = await replay(
+      other.secretKey,
+      endpoint.id,
+      { since: at(-DAY), until: at(0) },
+      `k_${randomString(12)}`,
+    );
+    expect([foreign.status, foreign.body.error.code]).toEqual([404, 'endpoint_not_found']);
+  });
+});
+
+it('keeps thousands of pending deliveries in Postgres across several continue-as-new runs and delivers each once', async () => {
+  const m = await buildMerchant(stack.db); // not dispatched: the rows are queued below
+  const p = path();
+  const seen = new Map<string, number>();
+  receiver.respond = (r) => {
+    if (r.path !== p) return { status: 200 };
+    const id = eventIdOf(r);
+    seen.set(id, (seen.get(id) ?? 0) + 1);
+    return { status: seen.get(id) === 1 ? 503 : 200 }; // the first attempt fails, the retries succeed
+  };
+  const endpoint = await createEndpoint(m.secretKey, receiver.url(p));
+  const count = 1500;
+  const ids = Array.from({ length: count }, () => newId('evt', 'test'));
+  await stack.db.batchInsert(
+    'events',
+    ids.map((id) => ({
+      id,
+      merchant_id: m.merchantId,
+      mode: 'test',
+      type: 'checkout.session.completed',
+      data_object: JSON.stringify({ id: 'cs_test_bulk', object: 'checkout.session' }),
+      created_at: stack.clock(),
+      dispatched_at: stack.clock(),
+    })),
+    500,
+  );
+  await enqueue(
+    stack.db,
+    ids.map((eventId) => ({ eventId, endpointId: endpoint.id })),
+    0,
+  );
+  // Started as the dispatcher would, with a low history limit so that it continues as new often.
+  const [target] = await wakeTargets(stack.db, [endpoint.id]);
+  const handle = await stack.env.client.workflow.start(endpointDeliveryWorkflowType, {
+    workflowId: endpoint.id,
+    taskQueue: stack.taskQueue,
+    args: [{ endpointId: endpoint.id, merchantId: m.merchantId, mode: 'test', historyLimit: 40 }],
+  });
+  await wakeEndpoint(stack.env.client, stack.taskQueue, target, count);
+  const attempts = (n: number) =>
+    stack.db('event_deliveries').where({ endpoint_id: endpoint.id, attempt_no: n }).count({ c: '*' }).first();
+  await until(
+    () => attempts(1),
+    (r) => Number(r!.c) === count,
+    'every first attempt',
+    90_000,
+  );
+  await stack.env.sleep('2 minutes');
+  const delivered = async () =>
+    Number(
+      (await stack
+        .db('webhook_queue')
+        .where({ endpoint_id: endpoint.id, status: 'delivered' })
+        .count({ c: '*' })
+        .first())!.c,
+    );
+  await until(delivered, (n) => n === count, 'every retry delivered', 90_000).catch(async () => {
+    await stack.env.sleep('6 minutes'); // a retry that timed out on a loaded machine: its next attempt, 5 minutes on
+    await until(delivered, (n) => n === count, 'every retry delivered', 90_000);
+  });
+  await sleep(500);
+  const rows = await stack.db('event_deliveries').where({ endpoint_id: endpoint.id });
+  expect(rows.filter((r) => r.attempt_no === 1).map((r) => r.status_code)).toEqual(Array(count).fill(503));
+  expect(rows.filter((r) => r.status_code === 200)).toHaveLength(count);
+  // Every POST the receiver saw is one recorded attempt: nothing sent twice, nothing lost.
+  expect(seen.size).toBe(count);
+  expect([...seen.values()].reduce((a, b) => a + b, 0)).toBe(rows.length);
+  expect(await runsOf(endpoint.id)).toBeGreaterThan(2);
+  expect((await handle.describe()).runId).not.toBe(handle.firstExecutionRunId);
+  await keepHistory(stack, endpoint.id, 'delivery/queue-continue-as-new', { firstRuns: 2 });
+}, 240_000);
+
+/** How many runs the workflow has had (continue-as-new chain), counted from the current one back. */
+async function runsOf(workflowId: string): Promise<number> {
+  let runs = 0;
+  let runId: string | undefined;
+  for (;;) {
+    const history = await stack.env.client.workflow.getHandle(workflowId, runId).fetchHistory();
+    runs++;
+    runId = history.events?.[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId ?? undefined;
+    if (!runId) return runs;
+  }
+}
+
+it('moves an old deliveryWorkflow run’s queue into Postgres, where it continues as an endpointDeliveryWorkflow', async () => {
+  const m = await buildMerchant(stack.db);
+  const p = path();
+  const endpoint = await createEndpoint(m.secretKey, receiver.url(p));
+  const events = [
+    await stateChange(m.merchantId, 'checkout.session.completed'),
+    await stateChange(m.merchantId, 'checkout.session.completed'),
+  ];
+  // As the previous release's dispatcher started it: the events in the signal, the queue in the workflow.
+  await stack.env.client.workflow.signalWithStart(deliveryWorkflowType, {
+    workflowId: endpoint.id,
+    taskQueue: stack.taskQueue,
+    args: [{ endpointId: endpoint.id }],
+    signal: 'deliver',
+    signalArgs: [{ eventIds: events.map((e) => e.id), generation: 0 }],
+  });
+  const got = await receiver.waitFor(2, p);
+  expect(got.map(eventIdOf).sort()).toEqual(events.map((e) => e.id).sort());
+  await until(
+    () => queueRows(endpoint.id),
+    (rows) => rows.length === 2 && rows.every((r) => r.status === 'delivered'),
+    'the adopted rows delivered',
+  );
+  expect((await stack.env.client.workflow.getHandle(endpoint.id).describe()).type).toBe(endpointDeliveryWorkflowType);
+  await keepHistory(stack, endpoint.id, 'delivery/old-type-moves-to-postgres', { firstRuns: 1 });
+});
+
+it('ends an idle run within a day (nothing pending, no failures), and the next event starts another', async () => {
+  const m = await webhookMerchant();
+  const p = path();
+  const endpoint = await createEndpoint(m.secretKey, receiver.url(p));
+  await stateChange(m.merchantId, 'checkout.session.completed');
+  await receiver.waitFor(1, p);
+  const handle = stack.env.client.workflow.getHandle(endpoint.id);
+  const { runId } = await handle.describe();
+  await stack.env.sleep('2 hours');
+  await until(
+    async () => (await handle.describe()).status.name,
+    (s) => s === 'COMPLETED',
+    'the idle run’s end',
+  );
+  await keepHistory(stack, endpoint.id, 'delivery/idle-run-ends');
+  await stateChange(m.merchantId, 'checkout.session.completed');
+  await receiver.waitFor(2, p);
+  expect((await handle.describe()).runId).not.toBe(runId);
+});
+
+it('never has more POSTs in flight to an endpoint than its max_in_flight (set with the ops CLI)', async () => {
+  const m = await webhookMerchant();
+  const p = path();
+  receiver.respond = (r) => (r.path === p ? { status: 200, delayMs: 300 } : { status: 200 });
+  const endpoint = await createEndpoint(m.secretKey, receiver.url(p));
+  const ops = async (...argv: string[]) => {
+    const result = await run([...argv, '--json'], { db: stack.db, settings: stack.settings });
+    return { exitCode: result.exitCode, doc: JSON.parse(result.stdout) };
+  };
+  const set = ['webhook-endpoint', 'set-concurrency', '--endpoint', endpoint.id, '--max-in-flight'];
+  expect(await ops(...set, '0')).toEqual({
+    exitCode: 1,
+    doc: { error: { code: 'invalid_max_in_flight', message: 'max-in-flight must be between 1 and 200' } },
+  });
+  expect(await ops(...set, '2')).toMatchObject({
+    exitCode: 0,
+    doc: { endpoint: { id: endpoint.id, max_in_flight: 2 } },
+  });
+  for (let i = 0; i < 8; i++) await stateChange(m.merchantId, 'checkout.session.completed');
+  const got = await receiver.waitFor(8, p, 30_000);
+  const starts = got.map((r) => r.at).sort((a, b) => a - b);
+  const overlapping = Math.max(...starts.map((t) => starts.filter((s) => s <= t && s + 300 > t).length));
+  expect(overlapping).toBeLessThanOrEqual(2);
+  expect(overlapping).toBe(2);
+});

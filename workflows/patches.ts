@@ -1,0 +1,21 @@
+/**
+ * Every patch id the workflows use with `patched()` / `deprecatePatch()`, in one place (see
+ * docs/workflows.md for how to add one and when to retire it). Each names the change it guards.
+ */
+export const patches = {
+  /** Session: `SessionStatus` kept current with `upsertSearchAttributes` as the session moves. */
+  sessionSearchAttributes: 'session-search-attributes',
+  /** Session: buttons and the amount rule decide only test-gateway attempts; others are asked at the vendor. */
+  sessionTestGatewayOnly: 'session-test-gateway-only',
+  /** Session: while an attempt runs, look at the session at `expires_at` (a lost "attempt resolved" signal). */
+  sessionExpiryCheckDuringAttempt: 'session-expiry-check-during-attempt',
+  /** Session: continue as new past the history bound, carrying its state. */
+  sessionContinueAsNew: 'session-continue-as-new',
+  /** Refund: the vendor call and the settling write are separate activities. */
+  refundVendorCallApart: 'refund-vendor-call-apart',
+  /**
+   * Delivery (the old `deliveryWorkflow` type): at its next workflow task a run moves its in-memory
+   * queue into Postgres (`webhook_queue`) and continues as an `endpointDeliveryWorkflow`.
+   */
+  deliveryQueueToPostgres: 'delivery-queue-to-postgres',
+} as const;
