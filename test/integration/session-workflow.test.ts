@@ -253,6 +253,11 @@ describe('only test-gateway attempts are settled by buttons', () => {
       expect(
         (await sidePub('POST', `/test-gateway/${attemptId}/decide`, { body: { decision: 'succeeded' } })).status,
       ).toBe(403);
+      // The workflow has taken the attempt and waits for the shopper (else the signal lands before that wait).
+      await until(
+        async () => /^timer \d+ s: until the shopper decides/.test((await historyOf(stack, s.id)).at(-1) ?? ''),
+        'the wait for the shopper',
+      );
       await signalDecision(stack.env.client, s.id, attemptId, 'succeeded');
       await untilHistoryEndsWith(stack, s.id, 'signal attemptDecision');
       await settle();
