@@ -2,6 +2,7 @@ import type { Db } from '../src/db/knex';
 import type { Clock } from '../src/lib/clock';
 import { expireOpenSession } from '../src/checkout/sessions/transitions';
 import type { AttemptStart } from '../src/temporal/session';
+import { attemptClockStartMs } from '../src/checkout/attempts/attempt-row';
 
 export interface ExpireResult {
   status: string;
@@ -20,7 +21,7 @@ export function createSessionActivities({ db, clock, publicBaseUrl }: { db: Db; 
       if (status !== 'processing') return { status, changed: result?.changed ?? false };
       const pending = await db('payment_attempts')
         .where({ session_id: sessionId, status: 'pending' })
-        .first('id', 'gateway', 'presented_amount', 'created_at');
+        .first('id', 'gateway', 'presented_amount', 'created_at', 'fast_forwarded_ms');
       return {
         status,
         changed: false,
@@ -30,7 +31,7 @@ export function createSessionActivities({ db, clock, publicBaseUrl }: { db: Db; 
                 attemptId: pending.id,
                 testGateway: pending.gateway === 'test',
                 presentedAmount: pending.presented_amount,
-                startedAtMs: new Date(pending.created_at).getTime(),
+                startedAtMs: attemptClockStartMs(pending),
               },
             }
           : {}),

@@ -22,6 +22,7 @@ const RECORDING_TESTS = [
   'test/integration/webhooks-schedule.test.ts',
   'test/integration/webhooks-queue.test.ts',
   'test/integration/janitor.test.ts',
+  'test/integration/test-helpers-fast-forward.test.ts',
 ];
 
 function defaultLabel(): string {

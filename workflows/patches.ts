@@ -11,6 +11,12 @@ export const patches = {
   sessionExpiryCheckDuringAttempt: 'session-expiry-check-during-attempt',
   /** Session: continue as new past the history bound, carrying its state. */
   sessionContinueAsNew: 'session-continue-as-new',
+  /**
+   * Session: test mode's fast-forward signal moves `expires_at` and the pending attempt's start, and
+   * every wait re-arms from them (marked when a run first hears the signal; runs that never hear it
+   * make the same commands as before).
+   */
+  sessionFastForward: 'session-fast-forward',
   /** Refund: the vendor call and the settling write are separate activities. */
   refundVendorCallApart: 'refund-vendor-call-apart',
   /**

@@ -6,7 +6,6 @@ import {
   proxyActivities,
   setCurrentDetails,
   setHandler,
-  sleep,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -21,6 +20,7 @@ import {
   attemptSchedule,
   attemptStartedSignal,
   attemptVerifySignal,
+  sessionFastForwardedSignal,
   sessionSchedule,
   sessionSettledSignal,
   SessionWorkflowInput,
@@ -55,11 +55,12 @@ const at = (ms: number) => `${new Date(ms).toISOString().slice(0, 19).replace('T
  * Every deadline derives from recorded times, not from when a worker first ran the workflow: the
  * session's `expires_at` and each attempt's recorded start (runs started before those were passed
  * fall back to the time left at start and the time of hand-over). Past `historyBound` events it
- * continues as new, carrying its state.
+ * continues as new, carrying its state. Test mode's fast-forward moves those recorded times
+ * earlier (`sessionFastForwarded`) and every wait re-arms from them.
  */
 export async function sessionWorkflow(input: SessionWorkflowInput): Promise<string> {
   const { sessionId, carried } = input;
-  const expiresAtMs = input.expiresAtMs ?? Date.now() + Math.max(input.expiresInMs, 1);
+  let expiresAtMs = input.expiresAtMs ?? Date.now() + Math.max(input.expiresInMs, 1);
   const historyBound = input.historyBound ?? sessionSchedule.historyBound;
   let settled: string | null = carried?.settled ?? null;
   const queue: Adopted[] = [...(carried?.queue ?? [])];
@@ -67,10 +68,19 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<stri
   const decisions = new Map<string, TestGatewayDecision>(carried?.decisions ?? []);
   const verified = new Set<string>(carried?.verified ?? []);
   const resolved = new Set<string>(carried?.resolved ?? []);
+  /** Fast-forwarded starts of attempts whose hand-over has not arrived yet (at most the one pending). */
+  const movedStarts = new Map<string, number>(carried?.movedStarts ?? []);
+  /** The attempt `runAttempt` is running. */
+  let running: Adopted | undefined;
+  /** Bumped by each fast-forward: a wait in progress re-arms its timer from the moved times. */
+  let moves = 0;
   const adopt = (attempt: AttemptStart) => {
     if (known.has(attempt.attemptId)) return;
     known.add(attempt.attemptId);
-    queue.push({ ...attempt, startedAtMs: attempt.startedAtMs ?? Date.now() });
+    const startedAtMs = attempt.startedAtMs ?? Date.now();
+    const moved = movedStarts.get(attempt.attemptId) ?? startedAtMs;
+    movedStarts.delete(attempt.attemptId);
+    queue.push({ ...attempt, startedAtMs: Math.min(startedAtMs, moved) });
   };
   setHandler(sessionSettledSignal, ({ status }) => {
     settled = status;
@@ -81,6 +91,45 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<stri
   });
   setHandler(attemptVerifySignal, ({ attemptId }) => void verified.add(attemptId));
   setHandler(attemptResolvedSignal, ({ attemptId }) => void resolved.add(attemptId));
+  setHandler(sessionFastForwardedSignal, ({ expiresAtMs: movedExpiry, attempt }) => {
+    if (!patched(patches.sessionFastForward)) return;
+    expiresAtMs = Math.min(expiresAtMs, movedExpiry);
+    if (attempt) {
+      const adopted = [running, ...queue].find((a) => a?.attemptId === attempt.attemptId);
+      if (adopted) adopted.startedAtMs = Math.min(adopted.startedAtMs, attempt.startedAtMs);
+      else if (!known.has(attempt.attemptId)) {
+        movedStarts.set(
+          attempt.attemptId,
+          Math.min(attempt.startedAtMs, movedStarts.get(attempt.attemptId) ?? Infinity),
+        );
+      }
+    }
+    moves++;
+  });
+
+  /**
+   * Waits until `done()` holds (true) or `deadline()` passes (false). A fast-forward re-arms the
+   * timer from the moved deadline; without one this is a single `condition` with one timer.
+   */
+  async function waitUntil(deadline: () => number, done: () => boolean, summary: string): Promise<boolean> {
+    for (;;) {
+      const seen = moves;
+      const woke = await condition(() => done() || moves !== seen, Math.max(deadline() - Date.now(), 1), { summary });
+      if (moves === seen) return woke; // not moved: exactly the condition's answer
+      if (done()) return true;
+      if (deadline() <= Date.now()) return false;
+    }
+  }
+  /** Waits `ms` on the attempt's clock: a fast-forward of the attempt during the wait shortens it as much. */
+  const attemptWait = async (attempt: Adopted, ms: number, summary: string) => {
+    const endsAtMs = Date.now() + ms;
+    const startedAtMs = attempt.startedAtMs;
+    await waitUntil(
+      () => endsAtMs - (startedAtMs - attempt.startedAtMs),
+      () => false,
+      summary,
+    );
+  };
 
   /** The `SessionStatus` search attribute, kept current (runs from before the patch leave it alone). */
   let shownStatus = carried?.shownStatus ?? 'open';
@@ -96,8 +145,8 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<stri
   /** Runs one attempt to its outcome; returns the session's status afterwards. */
   async function runAttempt(attempt: Adopted): Promise<string> {
     const id = attempt.attemptId;
-    const timesOutAtMs = attempt.startedAtMs + attemptSchedule.timeoutMs;
-    const dueAt = `times out at ${at(timesOutAtMs)}`;
+    const timesOutAtMs = () => attempt.startedAtMs + attemptSchedule.timeoutMs;
+    const dueAt = () => `times out at ${at(timesOutAtMs())}`;
     const settle = async (outcome: 'succeeded' | 'failed' | 'canceled', reason?: string) =>
       show(
         (await settleAttempt({ attemptId: id, outcome, reason, expireIfDue: Date.now() >= expiresAtMs })).sessionStatus,
@@ -110,28 +159,31 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<stri
 
     const heardFrom = () => (simulated && decisions.has(id)) || verified.has(id) || settledElsewhere();
     const kind = attempt.testGateway ? 'test gateway' : 'vendor';
-    waiting(`attempt ${id} pending (${kind}), waiting for the shopper to decide or return; ${dueAt}`);
+    waiting(`attempt ${id} pending (${kind}), waiting for the shopper to decide or return; ${dueAt()}`);
     let heard: boolean;
     // Look at the session at expires_at: an "attempt resolved" signal that was lost must not keep it open.
-    if (Date.now() < expiresAtMs && expiresAtMs < timesOutAtMs && patched(patches.sessionExpiryCheckDuringAttempt)) {
-      heard = await condition(heardFrom, expiresAtMs - Date.now(), {
-        summary: 'until the shopper decides or returns, or expires_at',
-      });
-      if (!heard) {
+    if (Date.now() < expiresAtMs && expiresAtMs < timesOutAtMs() && patched(patches.sessionExpiryCheckDuringAttempt)) {
+      heard = await waitUntil(
+        () => Math.min(expiresAtMs, timesOutAtMs()),
+        heardFrom,
+        'until the shopper decides or returns, or expires_at',
+      );
+      // (Only a fast-forward of the attempt can bring its timeout before expires_at.)
+      if (!heard && Date.now() >= expiresAtMs) {
         const { status, pendingAttempt } = await expireSession({ sessionId });
         if (status !== 'processing') return show(status);
         if (pendingAttempt && pendingAttempt.attemptId !== id) {
           adopt(pendingAttempt);
           return 'processing';
         }
-        heard = await condition(heardFrom, Math.max(timesOutAtMs - Date.now(), 1), {
-          summary: 'until the shopper decides or returns (24 h after the attempt began at most)',
-        });
+        heard = await waitUntil(
+          timesOutAtMs,
+          heardFrom,
+          'until the shopper decides or returns (24 h after the attempt began at most)',
+        );
       }
     } else {
-      heard = await condition(heardFrom, Math.max(timesOutAtMs - Date.now(), 1), {
-        summary: 'until the shopper decides or returns (24 h at most)',
-      });
+      heard = await waitUntil(timesOutAtMs, heardFrom, 'until the shopper decides or returns (24 h at most)');
     }
     if (settledElsewhere()) return show('open');
     if (!heard) return settle('failed', 'timeout');
@@ -142,7 +194,7 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<stri
       if (decision === 'canceled') return settle('canceled', 'canceled_by_shopper');
       if (decision === 'slow') {
         waiting(`attempt ${id} pending, slow button, answer due ${at(Date.now() + attemptSchedule.slowAnswerMs)}`);
-        await sleep(attemptSchedule.slowAnswerMs, { summary: 'slow button: no answer for 90 s' });
+        await attemptWait(attempt, attemptSchedule.slowAnswerMs, 'slow button: no answer for 90 s');
       }
 
       // The amount rule: the simulated vendor's own answer.
@@ -153,7 +205,7 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<stri
           waiting(
             `attempt ${id} pending, amount rule 003, succeeds at ${at(Date.now() + attemptSchedule.delayedSuccessMs)}`,
           );
-          await sleep(attemptSchedule.delayedSuccessMs, { summary: 'amount rule 003: pending for 30 s' });
+          await attemptWait(attempt, attemptSchedule.delayedSuccessMs, 'amount rule 003: pending for 30 s');
           return settle('succeeded');
         case 'succeeded':
           return settle('succeeded');
@@ -163,16 +215,16 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<stri
     }
     const backoff = attemptSchedule.recheckBackoffMs;
     for (let check = 0; ; check++) {
-      const left = timesOutAtMs - Date.now();
+      const left = timesOutAtMs() - Date.now();
       if (left <= 0) return settle('failed', 'timeout');
       const delay = Math.min(backoff[Math.min(check, backoff.length - 1)], left);
-      waiting(`attempt ${id} pending at the vendor, re-check ${check + 1} at ${at(Date.now() + delay)}; ${dueAt}`);
-      await sleep(delay, { summary: 're-check backoff (fails with timeout 24 h after the attempt began)' });
-      if (Date.now() >= timesOutAtMs) return settle('failed', 'timeout');
+      waiting(`attempt ${id} pending at the vendor, re-check ${check + 1} at ${at(Date.now() + delay)}; ${dueAt()}`);
+      await attemptWait(attempt, delay, 're-check backoff (fails with timeout 24 h after the attempt began)');
+      if (Date.now() >= timesOutAtMs()) return settle('failed', 'timeout');
       // The re-check's retries end when the attempt's 24 hours do: it cannot hold the attempt past them.
       const { recheckAttempt } = proxyActivities<AttemptActivities>({
         ...activityOptions,
-        scheduleToCloseTimeout: Math.max(timesOutAtMs - Date.now(), 1),
+        scheduleToCloseTimeout: Math.max(timesOutAtMs() - Date.now(), 1),
         summary: 'ask the vendor about the pending attempt',
       });
       let answer: RecheckAnswer;
@@ -202,6 +254,7 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<stri
         decisions: [...decisions],
         verified: [...verified],
         resolved: [...resolved],
+        ...(movedStarts.size > 0 ? { movedStarts: [...movedStarts] } : {}),
       },
     });
   const pastBound = () =>
@@ -213,16 +266,19 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<stri
     if (pastBound()) return continueAsNew();
     const next = queue.shift();
     if (next) {
-      const status = await runAttempt(next);
+      running = next;
+      const status = await runAttempt(next).finally(() => (running = undefined));
       if (FINAL.includes(status)) return status;
       continue;
     }
     const remaining = expiresAtMs - Date.now();
     if (remaining > 0) {
       waiting('open, no attempt pending');
-      await condition(() => settled !== null || queue.length > 0, remaining, {
-        summary: 'until expires_at, unless settled first',
-      });
+      await waitUntil(
+        () => expiresAtMs,
+        () => settled !== null || queue.length > 0,
+        'until expires_at, unless settled first',
+      );
       continue;
     }
     const { status, pendingAttempt } = await expireSession({ sessionId });

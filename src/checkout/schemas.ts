@@ -135,6 +135,19 @@ export type AttemptIn = z.infer<typeof attemptIn>;
 export const testGatewayDecisions = ['succeeded', 'failed', 'canceled', 'slow'] as const;
 export const decisionIn = z.strictObject({ decision: z.enum(testGatewayDecisions) });
 
+/** The longest fast-forward in one call: 30 days (the longest clock it moves is the 3-day disable). */
+export const FAST_FORWARD_MAX_SECONDS = 30 * 24 * 60 * 60;
+
+/** `POST /test_helpers/…/fast_forward`: move the object's deadlines this many seconds earlier. */
+const SECONDS_ISSUE = `seconds must be a whole number from 1 to ${FAST_FORWARD_MAX_SECONDS} (30 days)`;
+export const fastForwardIn = z.strictObject({
+  seconds: z
+    .number({ message: SECONDS_ISSUE })
+    .int(SECONDS_ISSUE)
+    .min(1, SECONDS_ISSUE)
+    .max(FAST_FORWARD_MAX_SECONDS, SECONDS_ISSUE),
+});
+
 const metadataIn = z.record(text(1, 40), text(0, 500)).refine((m) => Object.keys(m).length <= 50, 'At most 50 keys');
 
 export const refundIn = z.strictObject({

@@ -5,6 +5,7 @@ import {
   customerIn,
   decisionIn,
   eventListQuery,
+  fastForwardIn,
   idParam,
   otpRequestIn,
   otpVerifyIn,
@@ -77,6 +78,7 @@ const style: ApiStyle = {
     { name: 'Events', description: 'The event log, kept 30 days (secret key).' },
     { name: 'Public', description: 'The hosted page routes (publishable key; safe in a browser).' },
     { name: 'Test gateway', description: 'The simulated vendor of test mode (publishable key).' },
+    { name: 'Test helpers', description: "Test mode only: move a test object's clocks (secret test key)." },
   ],
   securitySchemes: {
     secretKey: {
@@ -464,6 +466,36 @@ const operations: OperationSpec[] = [
     params: id,
     ok: { status: 202, description: 'How many endpoints it was queued to.', schema: out.redeliverOut },
     errors: [...MERCHANT, ...BODY, '404 event_not_found'],
+    rateLimit: 'merchant',
+  },
+  {
+    method: 'post',
+    path: '/test_helpers/checkout/sessions/{id}/fast_forward',
+    operationId: 'fastForwardSession',
+    summary: "Fast-forward a test session's clocks",
+    description:
+      "Test keys only (a live key is 403 forbidden). Moves the open session's `expires_at` and its pending attempt's clocks (amount rule 003's 30 seconds, the slow button's 90, the 24-hour timeout) `seconds` earlier, as if that time had passed. The session's workflow re-arms its timers: an expiry or a timeout now due happens within seconds, with the same events and e-mails as in real time. Read the session afterwards for the outcome.",
+    tag: 'Test helpers',
+    security: secret('sessions:write'),
+    params: id,
+    body: { schema: fastForwardIn, example: { seconds: 3600 } },
+    ok: { status: 200, description: 'The session, its `expires_at` moved.', schema: out.sessionOut },
+    errors: [...MERCHANT, ...BODY, '403 forbidden', '404 session_not_found', '409 session_not_open'],
+    rateLimit: 'merchant',
+  },
+  {
+    method: 'post',
+    path: '/test_helpers/webhook_endpoints/{id}/fast_forward',
+    operationId: 'fastForwardWebhookEndpoint',
+    summary: "Fast-forward a test endpoint's clocks",
+    description:
+      "Test keys only (a live key is 403 forbidden). Moves each pending retry's next attempt (not a delivery in flight) and the endpoint's 3-day failure clock `seconds` earlier, as if that time had passed. Retries now due are sent within seconds; an endpoint failing for 3 days is disabled, with its e-mail to the merchant, as in real time.",
+    tag: 'Test helpers',
+    security: secret('webhooks:manage'),
+    params: id,
+    body: { schema: fastForwardIn, example: { seconds: 259200 } },
+    ok: { status: 200, description: 'The endpoint.', schema: out.endpointOut },
+    errors: [...MERCHANT, ...BODY, '403 forbidden', '404 endpoint_not_found'],
     rateLimit: 'merchant',
   },
   {

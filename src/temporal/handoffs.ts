@@ -4,12 +4,15 @@ import type { Db } from '../db/knex';
 import type { KeyMode } from '../keys/keys';
 import type { Clock } from '../lib/clock';
 import { log } from '../lib/log';
+import { type WakeTarget, wakeEndpoint } from './delivery';
 import { RefundStart, startRefundWorkflow } from './refund';
 import {
   AttemptStart,
+  FastForward,
   SessionStart,
   signalAttemptResolved,
   signalAttemptStarted,
+  signalFastForwarded,
   signalSessionSettled,
   startSessionWorkflow,
 } from './session';
@@ -30,7 +33,11 @@ export type Handoff =
   /** A session settled outside its workflow (`/expire`, a shopper cancel, a new price, cash on delivery). */
   | { kind: 'session_settled'; sessionId: string; status: string; by: string }
   /** A refund to settle at the vendor. */
-  | { kind: 'refund_start'; refund: RefundStart };
+  | { kind: 'refund_start'; refund: RefundStart }
+  /** Test mode's fast-forward moved a session's deadlines. */
+  | { kind: 'session_fast_forwarded'; sessionId: string; moved: FastForward }
+  /** An endpoint's queue or failure clock changed outside its workflow (fast-forward): look again. */
+  | { kind: 'endpoint_wake'; endpoint: WakeTarget };
 
 /** A handoff written in a transaction, for the caller to deliver after the commit. */
 export interface PendingHandoff {
@@ -49,6 +56,7 @@ export const FAST_PATH_LEASE_SECONDS = 2;
 
 function workflowIdOf(h: Handoff): string {
   if (h.kind === 'refund_start') return h.refund.refundId;
+  if (h.kind === 'endpoint_wake') return h.endpoint.id;
   return 'session' in h ? h.session.sessionId : h.sessionId;
 }
 
@@ -119,6 +127,10 @@ export async function deliverHandoff(target: HandoffTarget, h: Handoff): Promise
       return signalSessionSettled(temporal, h.sessionId, h.status, h.by);
     case 'refund_start':
       return startRefundWorkflow(temporal, taskQueue, h.refund);
+    case 'session_fast_forwarded':
+      return signalFastForwarded(temporal, h.sessionId, h.moved);
+    case 'endpoint_wake':
+      return wakeEndpoint(temporal, taskQueue, h.endpoint);
   }
 }
 

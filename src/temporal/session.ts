@@ -27,6 +27,8 @@ export interface SessionCarriedState {
   decisions: Array<[string, TestGatewayDecision]>;
   verified: string[];
   resolved: string[];
+  /** Fast-forwarded starts of attempts not handed over yet (absent in runs from before fast-forward). */
+  movedStarts?: Array<[string, number]>;
 }
 
 /** Input of the session workflow (workflow id = session id). Fields only grow: old runs lack the newer ones. */
@@ -76,6 +78,19 @@ export const attemptVerifySignal = defineSignal<[{ attemptId: string }]>('attemp
 
 /** The attempt was settled outside the workflow (its initiation failed): stop running it. */
 export const attemptResolvedSignal = defineSignal<[{ attemptId: string; status: string }]>('attemptResolved');
+
+/**
+ * Test mode's fast-forward moved the session's deadlines earlier: its `expires_at` and, for the
+ * attempt pending then, the start its clocks count from. Absolute times as Postgres now holds
+ * them, so a repeated or late delivery changes nothing (the workflow keeps the earliest).
+ */
+export interface FastForward {
+  expiresAtMs: number;
+  attempt?: { attemptId: string; startedAtMs: number };
+}
+
+/** Deadlines moved by a fast-forward: the workflow re-arms its timers from them. */
+export const sessionFastForwardedSignal = defineSignal<[FastForward]>('sessionFastForwarded');
 
 /**
  * Every timing of a payment attempt, in milliseconds, shared by the session workflow and the
@@ -238,6 +253,14 @@ export async function signalAttemptResolved(
   await unlessEnded(
     client.workflow.getHandle(sessionWorkflowId(sessionId)).signal(attemptResolvedSignal, { attemptId, status }),
   );
+}
+
+/**
+ * Tells the session workflow its deadlines moved (test mode's fast-forward). A workflow that has
+ * ended is not an error; anything else throws, for the handoff relay to retry.
+ */
+export async function signalFastForwarded(client: Client, sessionId: string, moved: FastForward): Promise<void> {
+  await unlessEnded(client.workflow.getHandle(sessionWorkflowId(sessionId)).signal(sessionFastForwardedSignal, moved));
 }
 
 /** Waits for a signal; a workflow that has ended (nothing left to tell) is not an error. */

@@ -30,7 +30,13 @@ export interface AttemptRow {
   resolved_at: Date | null;
   created_at: Date;
   updated_at: Date;
+  /** How far test mode's fast-forward moved the attempt's clocks while it was pending (bigint: a string). */
+  fast_forwarded_ms: string;
 }
+
+/** Where the attempt's clocks (its 24 hours, the amount rule, the slow button) count from: its start, fast-forwarded. */
+export const attemptClockStartMs = (a: Pick<AttemptRow, 'created_at' | 'fast_forwarded_ms'>): number =>
+  new Date(a.created_at).getTime() - Number(a.fast_forwarded_ms ?? 0);
 
 const hostedBase = (url: string) => url.replace(/\/$/, '');
 
