@@ -5,8 +5,6 @@ import { checkoutErrors, partnerErrors } from './http/error-envelope';
 import { checkoutRequestId, partnerRequestId } from './http/request-id';
 import { partnerRouter } from './partner/routes';
 import { checkoutRouter } from './checkout/routes';
-import { testHelperRoutes } from './checkout/test-helper-routes';
-import { webhookRoutes } from './checkout/webhook-routes';
 import { hostedStack } from './hosted/routes';
 import type { AppDeps } from './deps';
 import { docsPage } from './openapi/routes';
@@ -40,7 +38,7 @@ export function createApp(deps: AppDeps): Koa {
   const app = new Koa({ proxy: hops > 0, maxIpsCount: hops });
   app.silent = true; // errors are rendered and logged by the per-API middleware
   app.use(partnerStack(deps, partnerRouter(deps)));
-  const checkout = checkoutStack(deps, testHelperRoutes(webhookRoutes(checkoutRouter(deps), deps), deps));
+  const checkout = checkoutStack(deps, checkoutRouter(deps));
   app.use(checkout);
   app.use(hostedStack(deps, checkout));
   app.use(docsPage);

@@ -12,6 +12,8 @@ import { listMerchantMethods } from './payment-methods';
 import { eventListQuery, sessionIn, sessionListQuery } from './schemas';
 import { publicRoutes, PublicAdapters } from './public-routes';
 import { refundRoutes } from './refund-routes';
+import { testHelperRoutes } from './test-helper-routes';
+import { webhookRoutes } from './webhook-routes';
 import { paymentMethodOut } from './serializers';
 import { createSession } from './sessions/create-session';
 import type { SessionDeps } from './sessions/deps';
@@ -22,8 +24,8 @@ import { eventDeliveries } from '../webhooks/deliveries';
 import { servedCheckoutDocument } from '../openapi/routes';
 
 /**
- * The Checkout API under `/v1`: the merchant routes (secret key, refunds included) and the hosted page's public
- * routes (publishable key); `adapters` swaps the payment vendors or the SMS provider (tests).
+ * The Checkout API under `/v1`: the merchant routes (secret key: sessions, refunds, webhook endpoints and events,
+ * test helpers) and the hosted page's public routes (publishable key); `adapters` swaps the payment vendors or the SMS provider (tests).
  */
 export function checkoutRouter(deps: AppDeps, adapters: PublicAdapters = {}): Router {
   const router = new Router({ prefix: '/v1' });
@@ -108,5 +110,5 @@ export function checkoutRouter(deps: AppDeps, adapters: PublicAdapters = {}): Ro
     ctx.body = { ...eventOut(event), deliveries: await eventDeliveries(db, event.id) };
   });
 
-  return publicRoutes(refundRoutes(router, deps), deps, adapters);
+  return testHelperRoutes(webhookRoutes(publicRoutes(refundRoutes(router, deps), deps, adapters), deps), deps);
 }
