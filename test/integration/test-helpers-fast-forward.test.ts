@@ -153,6 +153,7 @@ describe('POST /v1/test_helpers/checkout/sessions/{id}/fast_forward', () => {
     const m = await buildMerchant(stack.db);
     const s = await sessionExpiringIn(m, HOUR);
     expectError(await fastForwardSession(m.secretKey, 'cs_test_nope', { seconds: 60 }), 404, 'session_not_found');
+    expectError(await fastForwardSession(m.secretKey, 'cs%00x', { seconds: 60 }), 404, 'session_not_found');
     const other = await buildMerchant(stack.db);
     expectError(await fastForwardSession(other.secretKey, s.id, { seconds: 60 }), 404, 'session_not_found');
     expectError(await fastForwardSession(m.secretKey, s.id, { seconds: 0 }), 400, 'validation_error', [
@@ -242,6 +243,7 @@ describe('POST /v1/test_helpers/webhook_endpoints/{id}/fast_forward', () => {
   it('answers 404 for an unknown endpoint, 400 for a bad body, 403 forbidden for a live key', async () => {
     const { m, endpoint } = await failingEndpoint();
     expectError(await fastForwardEndpoint(m.secretKey, 'we_nope', { seconds: 60 }), 404, 'endpoint_not_found');
+    expectError(await fastForwardEndpoint(m.secretKey, 'we%00x', { seconds: 60 }), 404, 'endpoint_not_found');
     expectError(await fastForwardEndpoint(m.secretKey, endpoint.id, { seconds: -5 }), 400, 'validation_error', [
       { field: 'seconds', issue: SECONDS_ISSUE },
     ]);
