@@ -19,6 +19,7 @@ import { DELIVERY_TIMEOUT_MS } from '../src/webhooks/schedule';
 import { deliveryAgent, postWebhook, SendResult } from '../src/webhooks/send';
 import { signatureHeader } from '../src/webhooks/signing';
 import { checkWebhookUrl, CheckedTarget } from '../src/webhooks/url-safety';
+import type { QueueNotices } from '../src/webhooks/queue-notices';
 
 /** How long one `deliverDue` keeps taking newly due rows before it reports back to its workflow. */
 const DELIVER_DUE_BUDGET_MS = 2000;
@@ -47,13 +48,15 @@ export interface DueResult {
 
 export interface DeliveryActivityDeps {
   db: Db;
+  /** The worker's LISTEN on queued rows: `deliverDue` then waits for its endpoint's next rows within its budget. */
+  queueNotices?: QueueNotices;
   /** The wall clock: signature timestamps and the rotation overlap (set by the API on the same clock). */
   clock: Clock;
   webhooks: WebhookRuntime;
 }
 
 /** Webhook delivery activities: each records what it did, so a retry returns the recorded result. */
-export function createDeliveryActivities({ db, clock, webhooks }: DeliveryActivityDeps) {
+export function createDeliveryActivities({ db, clock, webhooks, queueNotices }: DeliveryActivityDeps) {
   const agent = deliveryAgent(webhooks.extraCa);
 
   /** The secrets that sign now: the current one, and the previous one within 24 hours of a rotation. */
@@ -119,66 +122,77 @@ export function createDeliveryActivities({ db, clock, webhooks }: DeliveryActivi
      * The endpoint's due deliveries from the Postgres queue: claims up to `limit` due rows for
      * `batch` as of `nowMs` (workflow time, moved on by the time spent here), sends them at once,
      * records each attempt and moves its row on in one transaction, and goes round again while
-     * rows are due, for about 2 seconds. A retry of the same batch sends the rows it still holds
+     * rows are due, for about 2 seconds; with nothing due it waits, within those seconds, for the
+     * dispatcher to announce rows for the endpoint and takes them at once. A retry of the same batch sends the rows it still holds
      * again (same event id, same attempt) before anything else. When the endpoint is gone, records
      * every pending row as `endpoint_deleted`.
      */
     async deliverDue(input: { endpointId: string; batch: string; nowMs: number; limit: number }): Promise<DueResult> {
       const { endpointId, batch, limit } = input;
       const started = Date.now();
-      const at = () => input.nowMs + (Date.now() - started);
+      // Workflow time (ahead of the wall clock where tests skip time), never behind the wall clock:
+      // rows the dispatcher queues are due at their commit.
+      const at = () => Math.max(input.nowMs + (Date.now() - started), Date.now());
+      const watch = queueNotices?.watch(input.endpointId);
       const totals = { attempted: 0, delivered: 0, failed: 0 };
       let endpoint = await loadEndpoint(endpointId);
       let checked: { url: string; check: Awaited<ReturnType<typeof checkWebhookUrl>> } | undefined;
-      while (endpoint && Date.now() - started < DELIVER_DUE_BUDGET_MS) {
-        const attemptAtMs = at();
-        // The setting may have been lowered since the workflow last heard of it.
-        const keys = await claimDue(db, endpointId, batch, attemptAtMs, Math.min(limit, endpoint.max_in_flight));
-        if (keys.length === 0) break;
-        const events: EventRow[] = await db('events').whereIn('id', [...new Set(keys.map((k) => k.eventId))]);
-        const byId = new Map(events.map((e) => [e.id, e]));
-        const todo = keys.flatMap((k) => {
-          const event = byId.get(k.eventId);
-          return event ? [{ ...k, event }] : []; // purged since: its row went with it
-        });
-        const current = endpoint;
-        const sameTenant = (e: EventRow) => e.merchant_id === current.merchant_id && e.mode === current.mode;
-        let made: AttemptMade[];
-        if (current.status !== 'enabled') made = await attempt(current, todo);
-        else {
-          if (checked?.url !== current.url)
-            checked = { url: current.url, check: await checkWebhookUrl(current.url, webhooks) };
-          const check = checked.check;
-          const secrets = signingSecrets(current);
-          const mine = todo.filter((a) => sameTenant(a.event));
-          made = [
-            ...(await Promise.all(
-              mine.map(async (a) =>
-                check.ok
-                  ? { ...a, ...(await send(check.target, secrets, a.event)), attempted: true }
-                  : { ...a, statusCode: null, error: check.issue, attempted: true },
-              ),
-            )),
-            // Never send another tenant's event (a dispatcher bug): treat the endpoint as gone for it.
-            ...(await attempt(
-              undefined,
-              todo.filter((a) => !sameTenant(a.event)),
-            )),
-          ];
+      try {
+        while (endpoint && Date.now() - started < DELIVER_DUE_BUDGET_MS) {
+          const attemptAtMs = at();
+          // The setting may have been lowered since the workflow last heard of it.
+          const keys = await claimDue(db, endpointId, batch, attemptAtMs, Math.min(limit, endpoint.max_in_flight));
+          if (keys.length === 0) {
+            if (await watch?.announced(DELIVER_DUE_BUDGET_MS - (Date.now() - started))) continue;
+            break;
+          }
+          const events: EventRow[] = await db('events').whereIn('id', [...new Set(keys.map((k) => k.eventId))]);
+          const byId = new Map(events.map((e) => [e.id, e]));
+          const todo = keys.flatMap((k) => {
+            const event = byId.get(k.eventId);
+            return event ? [{ ...k, event }] : []; // purged since: its row went with it
+          });
+          const current = endpoint;
+          const sameTenant = (e: EventRow) => e.merchant_id === current.merchant_id && e.mode === current.mode;
+          let made: AttemptMade[];
+          if (current.status !== 'enabled') made = await attempt(current, todo);
+          else {
+            if (checked?.url !== current.url)
+              checked = { url: current.url, check: await checkWebhookUrl(current.url, webhooks) };
+            const check = checked.check;
+            const secrets = signingSecrets(current);
+            const mine = todo.filter((a) => sameTenant(a.event));
+            made = [
+              ...(await Promise.all(
+                mine.map(async (a) =>
+                  check.ok
+                    ? { ...a, ...(await send(check.target, secrets, a.event)), attempted: true }
+                    : { ...a, statusCode: null, error: check.issue, attempted: true },
+                ),
+              )),
+              // Never send another tenant's event (a dispatcher bug): treat the endpoint as gone for it.
+              ...(await attempt(
+                undefined,
+                todo.filter((a) => !sameTenant(a.event)),
+              )),
+            ];
+          }
+          await webhooks.afterSend?.(made.map((m) => m.eventId));
+          const results = await db.transaction(async (trx) => {
+            const recorded = await recordAttempts(trx, endpointId, made, attemptAtMs);
+            const done = made.map((m) => ({ key: m as AttemptKey, result: recorded.get(attemptKey(m))! }));
+            await advance(trx, endpointId, batch, done);
+            return done;
+          });
+          for (const { result } of results) {
+            if (result.outcome !== 'delivered' && result.outcome !== 'failed') continue;
+            totals.attempted++;
+            totals[result.outcome]++;
+          }
+          endpoint = await loadEndpoint(endpointId);
         }
-        await webhooks.afterSend?.(made.map((m) => m.eventId));
-        const results = await db.transaction(async (trx) => {
-          const recorded = await recordAttempts(trx, endpointId, made, attemptAtMs);
-          const done = made.map((m) => ({ key: m as AttemptKey, result: recorded.get(attemptKey(m))! }));
-          await advance(trx, endpointId, batch, done);
-          return done;
-        });
-        for (const { result } of results) {
-          if (result.outcome !== 'delivered' && result.outcome !== 'failed') continue;
-          totals.attempted++;
-          totals[result.outcome]++;
-        }
-        endpoint = await loadEndpoint(endpointId);
+      } finally {
+        watch?.close();
       }
       if (!endpoint) {
         await cancelPending(endpointId, Infinity);

@@ -12,6 +12,7 @@ import { setEndpointConcurrency } from '../src/ops/webhook-endpoints';
 import { DEFAULT_MAX_IN_FLIGHT, endpointDeliveryWorkflowType } from '../src/temporal/delivery';
 import type { WebhookDeps } from '../src/webhooks/deps';
 import { startDispatcher } from '../src/webhooks/dispatcher';
+import { listenForQueuedRows } from '../src/webhooks/queue-notices';
 import { wakeEndpoint } from '../src/temporal/delivery';
 import { wakeTargets } from '../src/webhooks/dispatch';
 import { createEndpoint } from '../src/webhooks/endpoints';
@@ -106,6 +107,8 @@ async function main(): Promise<void> {
     const temporal = new TemporalClient({ connection, namespace: NAMESPACE });
 
     log('Bundling the workflows and starting the worker and the dispatcher...');
+    const queueNotices = listenForQueuedRows(settings.DATABASE_URL!);
+    env.onClose(() => queueNotices.stop());
     const worker = await createWorker({
       connection: nativeConnection,
       namespace: NAMESPACE,
@@ -114,6 +117,7 @@ async function main(): Promise<void> {
       clock: systemClock,
       publicBaseUrl: settings.PUBLIC_BASE_URL,
       webhooks,
+      queueNotices,
     });
     const running = worker.run();
     env.onClose(async () => {
@@ -216,6 +220,48 @@ async function main(): Promise<void> {
         await sleep(100);
       }
     };
+    /**
+     * Where a part's commit → first byte went, per delivery: commit → its queue row (the
+     * dispatcher: NOTIFY, its pass, the insert) and queue row → first byte (the wake signal, the
+     * workflow task, the `deliverDue` activity, the POST). Postgres and the receiver share the clock.
+     */
+    const stages = async (
+      part: string,
+      r: { first: ReceivedRequest[] },
+      committedAt: Map<string, number>,
+      endpoints: Array<{ id: string; path: string }>,
+    ) => {
+      const idOf = new Map(endpoints.map((e) => [e.path, e.id]));
+      const queued = new Map<string, number>();
+      const rowsOf: Array<{ event_id: string; endpoint_id: string; created_at: Date }> = await apiDb('webhook_queue')
+        .whereIn('event_id', [...committedAt.keys()])
+        .where({ generation: 0 })
+        .select('event_id', 'endpoint_id', 'created_at');
+      for (const row of rowsOf) queued.set(`${row.event_id} ${row.endpoint_id}`, row.created_at.getTime());
+      const dispatch: number[] = [];
+      const deliver: number[] = [];
+      for (const req of r.first) {
+        const at = queued.get(`${eventIdOf(req)} ${idOf.get(req.path)}`);
+        if (at === undefined) continue;
+        dispatch.push(Math.max(0, at - committedAt.get(eventIdOf(req))!));
+        deliver.push(Math.max(0, req.at - at));
+      }
+      const both = (xs: number[]) => `${ms(percentile(xs, 50))} / ${ms(percentile(xs, 95))}`;
+      rows.push({
+        figure: `${part}: commit → queue row (dispatcher), median / p95`,
+        value: both(dispatch),
+        floor: '',
+        target: '',
+        met: null,
+      });
+      rows.push({
+        figure: `${part}: queue row → first byte (signal, workflow, activity, POST), median / p95`,
+        value: both(deliver),
+        floor: '',
+        target: '',
+        met: null,
+      });
+    };
     const integrity = (part: string, r: { repeated: number; refused: number }) => {
       rows.push({
         figure: `${part}: repeated deliveries / refused signatures`,
@@ -283,7 +329,8 @@ async function main(): Promise<void> {
     );
 
     log(`2. Paced: ${PACED_EVENTS} events at ${PACED_RATE} per second to ${ENDPOINTS} endpoints...`);
-    const paced = await firstBytes(await producePaced(main.scope, PACED_EVENTS, PACED_RATE), mainPaths);
+    const pacedCommits = await producePaced(main.scope, PACED_EVENTS, PACED_RATE);
+    const paced = await firstBytes(pacedCommits, mainPaths);
     receiver.requests.length = 0;
     const [pacedMedian, pacedP95] = [percentile(paced.latencies, 50), percentile(paced.latencies, 95)];
     rows.push({
@@ -300,12 +347,14 @@ async function main(): Promise<void> {
       target: '≤ 250 ms',
       met: pacedP95 <= 250,
     });
+    await stages('paced', paced, pacedCommits, main.endpoints);
     integrity('paced', paced);
 
     log(`3. Hot endpoint: ${HOT_RATE} events/s for ${HOT_SECONDS} s to one endpoint...`);
     const hotMerchant = await merchantWithEndpoints('Hot merchant', 1);
+    const hotCommits = await producePaced(hotMerchant.scope, HOT_RATE * HOT_SECONDS, HOT_RATE);
     const hot = await firstBytes(
-      await producePaced(hotMerchant.scope, HOT_RATE * HOT_SECONDS, HOT_RATE),
+      hotCommits,
       hotMerchant.endpoints.map((e) => e.path),
     );
     receiver.requests.length = 0;
@@ -317,6 +366,7 @@ async function main(): Promise<void> {
       target: 'p95 ≤ 500 ms',
       met: hotP95 <= 500,
     });
+    await stages('hot', hot, hotCommits, hotMerchant.endpoints);
     integrity('hot', hot);
 
     if (BACKLOG > 0) {

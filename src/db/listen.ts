@@ -9,13 +9,14 @@ export interface ChannelListener {
 
 /**
  * LISTENs on `channel` over a dedicated connection (outside any pool) and calls `onNotify` for
- * each notification, and once after every (re)connect for whatever committed while nobody
+ * each notification with its payload, and once without one after every (re)connect for whatever committed while nobody
  * listened. A lost connection is re-opened every second until `stop()`.
  */
 export function listenOn(opts: {
   connection: string | ClientConfig;
   channel: string;
-  onNotify: () => void;
+  /** A notification's payload; `undefined` after a (re)connect, when one may have been missed. */
+  onNotify: (payload?: string) => void;
   /** Who listens, for the logs. */
   name: string;
 }): ChannelListener {
@@ -34,7 +35,7 @@ export function listenOn(opts: {
   async function connect(): Promise<void> {
     const config = typeof opts.connection === 'string' ? { connectionString: opts.connection } : opts.connection;
     const next = new PgClient(config);
-    next.on('notification', () => opts.onNotify());
+    next.on('notification', (message) => opts.onNotify(message.payload ?? ''));
     next.on('error', (err) => {
       log.warn(`${opts.name} lost its LISTEN connection; reconnecting`, { error: err.message });
       client = null;

@@ -9,6 +9,7 @@ import { transportsFromSettings } from '../messaging/transports';
 import { temporalConnectionOptions } from '../temporal/client';
 import { startHandoffRelay } from '../temporal/handoff-relay';
 import { startDispatcher } from '../webhooks/dispatcher';
+import { listenForQueuedRows } from '../webhooks/queue-notices';
 import { requireSecretKeyForLive, webhookRuntime } from '../webhooks/runtime';
 import { ensureJanitor } from '../temporal/janitor';
 import { createWorker } from '../worker/create-worker';
@@ -22,6 +23,8 @@ async function main(): Promise<void> {
   const db = createDb(databaseUrl, settings.DATABASE_POOL_MAX);
   await requireSecretKeyForLive(settings, db);
   const connection = await NativeConnection.connect(temporalConnectionOptions(settings));
+  // Delivery activities take newly queued webhook rows as the dispatcher commits them.
+  const queueNotices = listenForQueuedRows(databaseUrl);
   const worker = await createWorker({
     connection,
     namespace: settings.TEMPORAL_NAMESPACE,
@@ -30,6 +33,7 @@ async function main(): Promise<void> {
     clock: systemClock,
     publicBaseUrl: settings.PUBLIC_BASE_URL,
     webhooks: webhookRuntime(settings),
+    queueNotices,
   });
   const client = new Client({ connection, namespace: settings.TEMPORAL_NAMESPACE });
   await ensureJanitor(client, settings.TEMPORAL_TASK_QUEUE);
@@ -49,7 +53,7 @@ async function main(): Promise<void> {
   // Under `npm start` (an IPC channel): say so, then let the channel go so it cannot keep us alive.
   process.send?.('ready', () => process.disconnect?.());
   await running;
-  await Promise.all([dispatcher.stop(), handoffs.stop(), relay?.stop()]);
+  await Promise.all([dispatcher.stop(), handoffs.stop(), relay?.stop(), queueNotices.stop()]);
   for (const transport of Object.values(transports)) transport.close?.();
   await Promise.allSettled([db.destroy(), connection.close()]);
   log.info('worker stopped');

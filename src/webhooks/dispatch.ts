@@ -88,3 +88,63 @@ export async function wakeAll(
     ),
   );
 }
+
+/** Wake signals sent in the background (`startWaker`). */
+export interface Waker {
+  /** Asks for a wake of the endpoint's workflow (`count` rows queued, when known); returns at once. */
+  wake(target: WakeTarget, count?: number): void;
+  /** Resolves once no wake is in flight or waiting. */
+  idle(): Promise<void>;
+}
+
+/**
+ * Sends wake signals in the background so that the dispatcher's passes never wait on Temporal:
+ * at most `concurrency` in flight, and one per endpoint every `spacingMs`; the wakes asked for an
+ * endpoint meanwhile are summed into one more, sent after that. (A busy endpoint's delivery
+ * activities take new rows as they are announced; its wakes only make sure one is running, and
+ * fewer of them keep its workflow's history short.) A failed wake is logged and
+ * left to the dispatcher's sweep, which wakes endpoints whose rows stay overdue.
+ */
+export function startWaker(temporal: Client, taskQueue: string, concurrency: number, spacingMs = 200): Waker {
+  /** Endpoint id → the wake to send next, in the order they were asked for. */
+  const waiting = new Map<string, { target: WakeTarget; count?: number }>();
+  const inFlight = new Set<string>();
+  let idle: Array<() => void> = [];
+
+  const pump = () => {
+    for (const [id, next] of waiting) {
+      if (inFlight.size >= concurrency) break;
+      if (inFlight.has(id)) continue;
+      waiting.delete(id);
+      inFlight.add(id);
+      wakeEndpoint(temporal, taskQueue, next.target, next.count)
+        .catch((err) =>
+          log.warn('could not wake a delivery workflow; the dispatcher sweep retries', {
+            endpoint_id: id,
+            error: err instanceof Error ? err.message : String(err),
+          }),
+        )
+        .finally(() =>
+          setTimeout(() => {
+            inFlight.delete(id);
+            pump();
+          }, spacingMs),
+        );
+    }
+    if (inFlight.size === 0 && waiting.size === 0) {
+      idle.forEach((resolve) => resolve());
+      idle = [];
+    }
+  };
+
+  return {
+    wake(target, count) {
+      const before = waiting.get(target.id);
+      const sum = before === undefined ? count : (before.count ?? 1) + (count ?? 1);
+      waiting.set(target.id, { target, count: sum });
+      pump();
+    },
+    idle: () =>
+      inFlight.size === 0 && waiting.size === 0 ? Promise.resolve() : new Promise((resolve) => idle.push(resolve)),
+  };
+}

@@ -3,8 +3,9 @@ import { EVENTS_CHANNEL } from '../checkout/events';
 import type { Db } from '../db/knex';
 import { type NotifiedLoop, startNotifiedLoop } from '../db/notified-loop';
 import { log } from '../lib/log';
-import { DispatchableEvent, endpointsFor, wakeAll, wakeTargets } from './dispatch';
+import { DispatchableEvent, endpointsFor, startWaker, wakeTargets } from './dispatch';
 import { enqueue, overdueEndpoints, QueueEntry } from './queue';
+import { announceQueued } from './queue-notices';
 
 export interface DispatcherDeps {
   db: Db;
@@ -16,7 +17,7 @@ export interface DispatcherDeps {
   sweepEveryMs?: number;
   /** Events per transaction. */
   batchSize?: number;
-  /** Concurrent signals to Temporal (one per endpoint per batch). */
+  /** Wake signals to Temporal in flight at once (at most one per endpoint). */
   concurrency?: number;
   /** Only these merchants' events (test files share one database, each with its own Temporal server). */
   merchantIds?: ReadonlySet<string>;
@@ -33,8 +34,9 @@ const OVERDUE_MS = 30_000;
  * announces an event only when its transaction commits) and sweeps every few seconds. Each batch
  * is one short transaction that locks undispatched events (FOR UPDATE SKIP LOCKED, so several
  * dispatchers share the work), queues one row per matching endpoint in `webhook_queue` and marks
- * the events dispatched; after the commit, and never inside it, each endpoint's workflow gets one
- * wake signal. A dispatcher dying after the commit loses no delivery: the rows are in Postgres,
+ * the events dispatched; after the commit, and never inside it, each endpoint's workflow gets a
+ * wake signal, sent in the background (`startWaker`) so that no pass waits on Temporal: a slow
+ * signal delays that endpoint's wake only, never the next events' fan-out. A dispatcher dying after the commit loses no delivery: the rows are in Postgres,
  * and the sweep wakes any endpoint whose rows stay overdue.
  */
 export function startDispatcher(deps: DispatcherDeps): Dispatcher {
@@ -42,6 +44,7 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
   const batchSize = deps.batchSize ?? 200;
   const concurrency = deps.concurrency ?? 16;
   let lastSweep = 0;
+  const waker = startWaker(deps.temporal, deps.taskQueue, concurrency);
 
   /** One batch; returns how many events it dispatched. */
   async function dispatchBatch(): Promise<number> {
@@ -61,6 +64,7 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
         (targets.get(e.id) ?? []).map((endpointId) => ({ eventId: e.id, endpointId })),
       );
       const counts = await enqueue(trx, entries, 0);
+      await announceQueued(trx, [...counts.keys()]);
       await trx('events')
         .whereIn(
           'id',
@@ -70,7 +74,7 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
       const described = await wakeTargets(trx, [...counts.keys()]);
       return { count: events.length, wakes: described.map((target) => ({ target, count: counts.get(target.id) })) };
     });
-    await wakeAll(deps.temporal, deps.taskQueue, wakes, concurrency);
+    for (const { target, count: rows } of wakes) waker.wake(target, rows);
     return count;
   }
 
@@ -80,13 +84,7 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
     lastSweep = Date.now();
     try {
       const ids = await overdueEndpoints(deps.db, OVERDUE_MS, deps.merchantIds);
-      const targets = await wakeTargets(deps.db, ids);
-      await wakeAll(
-        deps.temporal,
-        deps.taskQueue,
-        targets.map((target) => ({ target })),
-        concurrency,
-      );
+      for (const target of await wakeTargets(deps.db, ids)) waker.wake(target);
     } catch (err) {
       log.warn('overdue webhook sweep failed; the next one retries', {
         error: err instanceof Error ? err.message : String(err),
@@ -94,7 +92,7 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
     }
   }
 
-  return startNotifiedLoop({
+  const loop = startNotifiedLoop({
     connection: deps.databaseUrl,
     channel: EVENTS_CHANNEL,
     name: 'webhook dispatcher',
@@ -104,4 +102,15 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
     beforePass: sweepOverdue,
     enabled: deps.merchantIds?.size !== 0,
   });
+  return {
+    /** Dispatches every undispatched event and sends the wakes that follow. */
+    async drain() {
+      await loop.drain();
+      await waker.idle();
+    },
+    async stop() {
+      await loop.stop();
+      await waker.idle();
+    },
+  };
 }

@@ -5,6 +5,7 @@ import { loadSettings } from '../config';
 import type { Db } from '../db/knex';
 import type { Clock } from '../lib/clock';
 import { webhookActivityQueue } from '../temporal/delivery';
+import type { QueueNotices } from '../webhooks/queue-notices';
 import { WebhookRuntime, webhookRuntime } from '../webhooks/runtime';
 
 /**
@@ -24,6 +25,8 @@ export interface WorkerDeps {
   webhooks?: WebhookRuntime;
   /** Webhook delivery activities run at once on `<taskQueue>-webhooks` (default WEBHOOK_ACTIVITY_SLOTS; 0: no webhook worker). */
   webhookSlots?: number;
+  /** The LISTEN on queued webhook rows (`listenForQueuedRows`): delivery activities wait on it for new rows. */
+  queueNotices?: QueueNotices;
   /** A prebuilt workflow bundle (tests build it once); otherwise the workflows are bundled now. */
   workflowBundle?: { codePath: string } | { code: string };
 }
@@ -38,7 +41,13 @@ export interface WorkerDeps {
 export async function createWorker(deps: WorkerDeps): Promise<Worker> {
   const settings = loadSettings();
   const webhooks = deps.webhooks ?? webhookRuntime(settings);
-  const activityDeps = { db: deps.db, clock: deps.clock, publicBaseUrl: deps.publicBaseUrl, webhooks };
+  const activityDeps = {
+    db: deps.db,
+    clock: deps.clock,
+    publicBaseUrl: deps.publicBaseUrl,
+    webhooks,
+    queueNotices: deps.queueNotices,
+  };
   const workflows: Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> = deps.workflowBundle
     ? { workflowBundle: deps.workflowBundle }
     : { workflowsPath: require.resolve('../../workflows') };

@@ -14,6 +14,7 @@ import { HandoffRelay, startHandoffRelay } from '../../src/temporal/handoff-rela
 import { registerSearchAttributes } from '../../src/temporal/search-attribute-setup';
 import { setLogLevel } from '../../src/lib/log';
 import { Dispatcher, startDispatcher } from '../../src/webhooks/dispatcher';
+import { listenForQueuedRows } from '../../src/webhooks/queue-notices';
 import { webhookRuntime } from '../../src/webhooks/runtime';
 import { createWorker } from '../../src/worker/create-worker';
 import { freePort } from '../../scripts/processes';
@@ -172,6 +173,7 @@ export async function startStack(overrides: Record<string, string> = {}, options
   });
   const taskQueue = `test-${Math.random().toString(36).slice(2)}`;
   const webhooks = webhookRuntime(settings, { resolve: testResolver });
+  const queueNotices = listenForQueuedRows(run.databaseUrl);
 
   const startWorker = async () => {
     const worker: Worker = await createWorker({
@@ -182,6 +184,7 @@ export async function startStack(overrides: Record<string, string> = {}, options
       clock,
       publicBaseUrl: settings.PUBLIC_BASE_URL,
       webhooks,
+      queueNotices,
       workflowBundle: { codePath: run.workflowBundlePath },
     });
     return { worker, running: worker.run() };
@@ -245,6 +248,7 @@ export async function startStack(overrides: Record<string, string> = {}, options
       await dispatcher?.stop();
       await handoffRelay?.stop();
       await stopWorker();
+      await queueNotices.stop();
       await env.teardown();
       await devServer?.stop();
       await db.destroy();

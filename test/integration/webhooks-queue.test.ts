@@ -256,7 +256,7 @@ it('keeps thousands of pending deliveries in Postgres across several continue-as
   const handle = await stack.env.client.workflow.start(endpointDeliveryWorkflowType, {
     workflowId: endpoint.id,
     taskQueue: stack.taskQueue,
-    args: [{ endpointId: endpoint.id, merchantId: m.merchantId, mode: 'test', historyLimit: 40 }],
+    args: [{ endpointId: endpoint.id, merchantId: m.merchantId, mode: 'test', historyLimit: 20 }],
   });
   await wakeEndpoint(stack.env.client, stack.taskQueue, target, count);
   const attempts = (n: number) =>
