@@ -148,6 +148,12 @@ describe('replay of a time window', () => {
     await sleep(20);
     const until_ = stack.clock();
     await stateChange(m.merchantId, 'checkout.session.completed');
+    // Every event is fanned out (to no endpoint yet) before the endpoint exists: only the replay sends them.
+    await until(
+      () => stack.db('events').where({ merchant_id: m.merchantId }).whereNull('dispatched_at'),
+      (rows) => rows.length === 0,
+      'the dispatcher to pass the events',
+    );
     const endpoint = await createEndpoint(m.secretKey, receiver.url(p), ['checkout.session.completed']);
     const body = { since: since.toISOString(), until: until_.toISOString() };
     const key = `replay_${randomString(12)}`;
