@@ -1,10 +1,8 @@
 import type { AddressInfo } from 'node:net';
 import { cpus } from 'node:os';
-import { Client as TemporalClient, Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { createApp } from '../src/app';
 import { loadSettings } from '../src/config';
-import { createDb, migrateLatest } from '../src/db/knex';
 import { checkoutScopes } from '../src/keys/scopes';
 import { systemClock } from '../src/lib/clock';
 import { randomString } from '../src/lib/ids';
@@ -12,7 +10,7 @@ import { setLogLevel } from '../src/lib/log';
 import { createCheckoutKey } from '../src/ops/checkout-keys';
 import { createMerchant } from '../src/ops/merchants';
 import { createWorker } from '../src/worker/create-worker';
-import { startBenchEnvironment } from './bench/environment';
+import { connectStack, startBenchEnvironment } from './bench/environment';
 import { Batch, combine, percentile, perSecond, runClosedLoop, table } from './bench/measure';
 
 /**
@@ -71,16 +69,11 @@ async function main(): Promise<void> {
       LOG_LEVEL: 'silent',
     });
 
-    // The app and the worker each get their own pool, as two processes would.
-    const appDb = createDb(settings.DATABASE_URL!, settings.DATABASE_POOL_MAX);
-    const workerDb = createDb(settings.DATABASE_URL!, settings.DATABASE_POOL_MAX);
-    env.onClose(() => Promise.all([appDb.destroy(), workerDb.destroy()]));
-    await migrateLatest(appDb);
-
-    const nativeConnection = await NativeConnection.connect({ address: env.temporalAddress });
-    const connection = await Connection.connect({ address: env.temporalAddress });
-    env.onClose(() => Promise.all([nativeConnection.close(), connection.close()]));
-    const temporal = new TemporalClient({ connection, namespace: NAMESPACE });
+    const { appDb, workerDb, nativeConnection, temporal } = await connectStack(
+      env,
+      NAMESPACE,
+      settings.DATABASE_POOL_MAX,
+    );
 
     log('Bundling the workflows and starting the workers...');
     const floorQueue = `bench-floor-${randomString(6)}`;

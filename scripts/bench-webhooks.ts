@@ -1,9 +1,7 @@
 import { cpus, loadavg } from 'node:os';
-import { Client as TemporalClient, Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { recordEvent } from '../src/checkout/events';
 import { loadSettings } from '../src/config';
-import { createDb, migrateLatest } from '../src/db/knex';
 import { systemClock } from '../src/lib/clock';
 import { newId, randomString } from '../src/lib/ids';
 import { setLogLevel } from '../src/lib/log';
@@ -24,7 +22,7 @@ import { checkWebhookUrl } from '../src/webhooks/url-safety';
 import { verify } from '../src/webhooks/verify';
 import { createWorker } from '../src/worker/create-worker';
 import { RECEIVER_HOST, ReceivedRequest, startHttpsReceiver, testResolver } from '../test/helpers/https-receiver';
-import { startBenchEnvironment } from './bench/environment';
+import { connectStack, startBenchEnvironment } from './bench/environment';
 import { percentile, runClosedLoop, table } from './bench/measure';
 
 /**
@@ -96,15 +94,12 @@ async function main(): Promise<void> {
       LOG_LEVEL: 'silent',
     });
     const webhooks = webhookRuntime(settings, { resolve: testResolver });
-    const apiDb = createDb(settings.DATABASE_URL!, settings.DATABASE_POOL_MAX);
-    const workerDb = createDb(settings.DATABASE_URL!, settings.DATABASE_POOL_MAX);
-    env.onClose(() => Promise.all([apiDb.destroy(), workerDb.destroy()]));
-    await migrateLatest(apiDb);
-
-    const nativeConnection = await NativeConnection.connect({ address: env.temporalAddress });
-    const connection = await Connection.connect({ address: env.temporalAddress });
-    env.onClose(() => Promise.all([nativeConnection.close(), connection.close()]));
-    const temporal = new TemporalClient({ connection, namespace: NAMESPACE });
+    const {
+      appDb: apiDb,
+      workerDb,
+      nativeConnection,
+      temporal,
+    } = await connectStack(env, NAMESPACE, settings.DATABASE_POOL_MAX);
 
     log('Bundling the workflows and starting the worker and the dispatcher...');
     const queueNotices = listenForQueuedRows(settings.DATABASE_URL!);

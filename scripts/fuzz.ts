@@ -3,11 +3,9 @@ import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { Client as TemporalClient, Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createApp } from '../src/app';
 import { loadSettings } from '../src/config';
-import { createDb, migrateLatest } from '../src/db/knex';
 import { checkoutScopes, partnerScopes } from '../src/keys/scopes';
 import { systemClock } from '../src/lib/clock';
 import { randomString } from '../src/lib/ids';
@@ -17,7 +15,7 @@ import { createMerchant } from '../src/ops/merchants';
 import { createPartnerKey } from '../src/ops/partner-keys';
 import { createSeller } from '../src/ops/sellers';
 import { createWorker } from '../src/worker/create-worker';
-import { startBenchEnvironment } from './bench/environment';
+import { connectStack, startBenchEnvironment } from './bench/environment';
 import { repoRoot } from './processes';
 
 /**
@@ -153,15 +151,11 @@ async function main(): Promise<void> {
       PARTNER_BULK_RATE_LIMIT: '1000000',
       LOG_LEVEL: 'silent',
     });
-    const appDb = createDb(settings.DATABASE_URL!, settings.DATABASE_POOL_MAX);
-    const workerDb = createDb(settings.DATABASE_URL!, settings.DATABASE_POOL_MAX);
-    env.onClose(() => Promise.all([appDb.destroy(), workerDb.destroy()]));
-    await migrateLatest(appDb);
-
-    const nativeConnection = await NativeConnection.connect({ address: env.temporalAddress });
-    const connection = await Connection.connect({ address: env.temporalAddress });
-    env.onClose(() => Promise.all([nativeConnection.close(), connection.close()]));
-    const temporal = new TemporalClient({ connection, namespace: NAMESPACE });
+    const { appDb, workerDb, nativeConnection, temporal } = await connectStack(
+      env,
+      NAMESPACE,
+      settings.DATABASE_POOL_MAX,
+    );
     log('Bundling the workflows and starting the worker...');
     const worker = await createWorker({
       connection: nativeConnection,

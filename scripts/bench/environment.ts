@@ -1,7 +1,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Client as TemporalClient, Connection } from '@temporalio/client';
+import { NativeConnection } from '@temporalio/worker';
 import { Client as PgClient } from 'pg';
+import { createDb, type Db, migrateLatest } from '../../src/db/knex';
 import { startEmbeddedPg } from '../embedded-pg';
 import { freePort, stopAll } from '../processes';
 import { startTemporalDevServer } from '../temporal-dev-server';
@@ -93,4 +96,31 @@ export async function startBenchEnvironment(
     await close();
     throw err;
   }
+}
+
+/** What a benchmark's stack connects with (all closed with the environment). */
+export interface StackConnections {
+  /** The API's pool and the worker's, apart as in two processes; the schema is migrated. */
+  appDb: Db;
+  workerDb: Db;
+  /** For workers. */
+  nativeConnection: NativeConnection;
+  /** For starting and signalling workflows. */
+  temporal: TemporalClient;
+}
+
+/** Opens the pools (and migrates) and the Temporal connections a benchmark's stack runs on. */
+export async function connectStack(
+  env: BenchEnvironment,
+  namespace: string,
+  poolMax: number,
+): Promise<StackConnections> {
+  const appDb = createDb(env.databaseUrl, poolMax);
+  const workerDb = createDb(env.databaseUrl, poolMax);
+  env.onClose(() => Promise.all([appDb.destroy(), workerDb.destroy()]));
+  await migrateLatest(appDb);
+  const nativeConnection = await NativeConnection.connect({ address: env.temporalAddress });
+  const connection = await Connection.connect({ address: env.temporalAddress });
+  env.onClose(() => Promise.all([nativeConnection.close(), connection.close()]));
+  return { appDb, workerDb, nativeConnection, temporal: new TemporalClient({ connection, namespace }) };
 }
