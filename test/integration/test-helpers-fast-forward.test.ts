@@ -20,6 +20,7 @@ import { keepHistory } from '../helpers/histories';
 import { call } from '../helpers/http';
 import { HttpsReceiver, RECEIVER_HOST, startHttpsReceiver } from '../helpers/https-receiver';
 import { startStack, Stack } from '../helpers/stack';
+import { webhookSteps } from '../helpers/webhooks';
 
 /**
  * Test mode's fast-forward (`POST /v1/test_helpers/…/fast_forward`): a session's `expires_at` and
@@ -174,25 +175,15 @@ describe('POST /v1/test_helpers/checkout/sessions/{id}/fast_forward', () => {
 });
 
 describe('POST /v1/test_helpers/webhook_endpoints/{id}/fast_forward', () => {
+  const { webhookMerchant, createEndpoint, sendTest } = webhookSteps(() => stack);
+  /** A test endpoint answering 503, with one event whose first attempt has been made. */
   async function failingEndpoint() {
-    const contactEmail = `ops-${randomString(8).toLowerCase()}@shop.example.com`;
-    const m = await buildMerchant(stack.db, { contactEmail });
-    stack.dispatchEventsOf(m.merchantId);
+    const m = await webhookMerchant();
     const path = `/hook-${randomString(10)}`;
-    const created = await call(stack.baseUrl, 'POST', '/v1/webhook_endpoints', {
-      key: m.secretKey,
-      idempotencyKey: `idem_${randomString(16)}`,
-      body: { url: receiver.url(path), events: ['*'], mode: 'test' },
-    });
-    expect(created.status).toBe(201);
-    const sent = await call(stack.baseUrl, 'POST', `/v1/webhook_endpoints/${created.body.id}/test`, {
-      key: m.secretKey,
-      body: { type: 'checkout.session.completed' },
-    });
-    expect(sent.status).toBe(202);
-    const eventId = sent.body.event_id as string;
+    const endpoint = await createEndpoint(m.secretKey, receiver.url(path));
+    const eventId = await sendTest(m.secretKey, endpoint.id);
     await deliveriesAtLeast(m, eventId, 1);
-    return { m, contactEmail, path, endpoint: created.body as { id: string; url: string }, eventId };
+    return { m, contactEmail: m.contactEmail, path, endpoint, eventId };
   }
   const deliveries = async (m: Merchant, eventId: string) =>
     (await call(stack.baseUrl, 'GET', `/v1/events/${eventId}`, { key: m.secretKey })).body.deliveries as any[];

@@ -20,6 +20,7 @@ import {
 } from '../helpers/https-receiver';
 import { keepHistory } from '../helpers/histories';
 import { startStack, Stack } from '../helpers/stack';
+import { until, webhookSteps } from '../helpers/webhooks';
 
 /**
  * Webhook deliveries to a real HTTPS receiver on loopback (self-signed certificate trusted through
@@ -29,6 +30,7 @@ import { startStack, Stack } from '../helpers/stack';
  */
 let stack: Stack;
 let receiver: HttpsReceiver;
+const { webhookMerchant, createEndpoint, sendTest } = webhookSteps(() => stack);
 beforeAll(async () => {
   receiver = await startHttpsReceiver();
   stack = await startStack({
@@ -48,39 +50,6 @@ const DAY = 24 * 60 * 60 * 1000;
 const path = () => `/hook-${randomString(10)}`;
 const header = (r: ReceivedRequest, name: string) => r.headers[name] as string;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until<T>(read: () => Promise<T>, ok: (value: T) => boolean, what: string, timeoutMs = 15_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (ok(value)) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(value)}`);
-    await sleep(50);
-  }
-}
-
-/** A merchant whose events this file's dispatcher fans out. */
-async function webhookMerchant() {
-  const m = await buildMerchant(stack.db);
-  stack.dispatchEventsOf(m.merchantId);
-  return m;
-}
-
-async function createEndpoint(key: string, url: string, body: Record<string, unknown> = {}) {
-  const res = await call(stack.baseUrl, 'POST', '/v1/webhook_endpoints', {
-    key,
-    idempotencyKey: `idem_${randomString(16)}`,
-    body: { url, events: ['*'], mode: 'test', ...body },
-  });
-  if (res.status !== 201) throw new Error(`create endpoint answered ${res.status}: ${res.text}`);
-  return res.body as { id: string; secret: string; url: string };
-}
-
-async function sendTest(key: string, endpointId: string, type = 'checkout.session.completed'): Promise<string> {
-  const res = await call(stack.baseUrl, 'POST', `/v1/webhook_endpoints/${endpointId}/test`, { key, body: { type } });
-  if (res.status !== 202) throw new Error(`test answered ${res.status}: ${res.text}`);
-  return res.body.event_id;
-}
 
 const readEvent = async (key: string, id: string) =>
   (await call(stack.baseUrl, 'GET', `/v1/events/${id}`, { key })).body;

@@ -10,6 +10,7 @@ import { call } from '../helpers/http';
 import { HttpsReceiver, RECEIVER_HOST, ReceivedRequest, startHttpsReceiver } from '../helpers/https-receiver';
 import { keepHistory } from '../helpers/histories';
 import { startStack, Stack } from '../helpers/stack';
+import { until, webhookSteps } from '../helpers/webhooks';
 
 /**
  * The Postgres-backed delivery queue on the time-skipping server, against a real HTTPS receiver:
@@ -19,6 +20,7 @@ import { startStack, Stack } from '../helpers/stack';
  */
 let stack: Stack;
 let receiver: HttpsReceiver;
+const { webhookMerchant, createEndpoint } = webhookSteps(() => stack);
 beforeAll(async () => {
   receiver = await startHttpsReceiver();
   stack = await startStack({ WEBHOOK_ALLOWED_HOSTS: RECEIVER_HOST, WEBHOOK_EXTRA_CA_PATH: receiver.caPath });
@@ -36,32 +38,6 @@ const DAY = 24 * 60 * 60 * 1000;
 const path = () => `/hook-${randomString(10)}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const eventIdOf = (r: ReceivedRequest) => r.headers['svc-event-id'] as string;
-
-async function until<T>(read: () => Promise<T>, ok: (value: T) => boolean, what: string, timeoutMs = 20_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (ok(value)) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(value)}`);
-    await sleep(50);
-  }
-}
-
-async function webhookMerchant() {
-  const m = await buildMerchant(stack.db);
-  stack.dispatchEventsOf(m.merchantId);
-  return m;
-}
-
-async function createEndpoint(key: string, url: string, events: string[] = ['*']) {
-  const res = await call(stack.baseUrl, 'POST', '/v1/webhook_endpoints', {
-    key,
-    idempotencyKey: `idem_${randomString(16)}`,
-    body: { url, events, mode: 'test' },
-  });
-  if (res.status !== 201) throw new Error(`create endpoint answered ${res.status}: ${res.text}`);
-  return res.body as { id: string; secret: string; url: string };
-}
 
 /** An event committed as a transition commits it, at the stack's clock. */
 const stateChange = (merchantId: string, type: 'checkout.session.completed' | 'checkout.session.expired') =>
@@ -154,7 +130,7 @@ describe('replay of a time window', () => {
       (rows) => rows.length === 0,
       'the dispatcher to pass the events',
     );
-    const endpoint = await createEndpoint(m.secretKey, receiver.url(p), ['checkout.session.completed']);
+    const endpoint = await createEndpoint(m.secretKey, receiver.url(p), { events: ['checkout.session.completed'] });
     const body = { since: since.toISOString(), until: until_.toISOString() };
     const key = `replay_${randomString(12)}`;
 

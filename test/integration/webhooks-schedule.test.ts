@@ -1,10 +1,10 @@
 import { randomString } from '../../src/lib/ids';
 import { DISABLE_AFTER_FAILING_MS, MAX_ATTEMPTS, retryDelaysMs } from '../../src/webhooks/schedule';
-import { buildMerchant } from '../helpers/factories';
 import { call } from '../helpers/http';
 import { HttpsReceiver, RECEIVER_HOST, startHttpsReceiver } from '../helpers/https-receiver';
 import { keepHistory } from '../helpers/histories';
 import { startStack, Stack } from '../helpers/stack';
+import { until, webhookSteps } from '../helpers/webhooks';
 
 /**
  * The delivery workflow on the time-skipping server, against a real HTTPS receiver: the exact
@@ -13,6 +13,7 @@ import { startStack, Stack } from '../helpers/stack';
  */
 let stack: Stack;
 let receiver: HttpsReceiver;
+const { webhookMerchant, createEndpoint, sendTest } = webhookSteps(() => stack);
 beforeAll(async () => {
   receiver = await startHttpsReceiver();
   stack = await startStack({ WEBHOOK_ALLOWED_HOSTS: RECEIVER_HOST, WEBHOOK_EXTRA_CA_PATH: receiver.caPath });
@@ -31,42 +32,6 @@ const failing = new Set<string>();
 beforeAll(() => {
   receiver.respond = (r) => ({ status: failing.has(r.path) ? 503 : 200 });
 });
-
-async function until<T>(read: () => Promise<T>, ok: (value: T) => boolean, what: string, timeoutMs = 20_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (ok(value)) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(value)}`);
-    await sleep(50);
-  }
-}
-
-async function webhookMerchant() {
-  const contactEmail = `ops-${randomString(8).toLowerCase()}@shop.example.com`;
-  const m = await buildMerchant(stack.db, { contactEmail });
-  stack.dispatchEventsOf(m.merchantId);
-  return { ...m, contactEmail };
-}
-
-async function createEndpoint(key: string, url: string) {
-  const res = await call(stack.baseUrl, 'POST', '/v1/webhook_endpoints', {
-    key,
-    idempotencyKey: `idem_${randomString(16)}`,
-    body: { url, events: ['*'], mode: 'test' },
-  });
-  if (res.status !== 201) throw new Error(`create endpoint answered ${res.status}: ${res.text}`);
-  return res.body as { id: string; secret: string; url: string };
-}
-
-async function sendTest(key: string, endpointId: string): Promise<string> {
-  const res = await call(stack.baseUrl, 'POST', `/v1/webhook_endpoints/${endpointId}/test`, {
-    key,
-    body: { type: 'checkout.session.completed' },
-  });
-  if (res.status !== 202) throw new Error(`test answered ${res.status}: ${res.text}`);
-  return res.body.event_id;
-}
 
 const deliveries = async (key: string, id: string) =>
   (await call(stack.baseUrl, 'GET', `/v1/events/${id}`, { key })).body.deliveries as any[];
