@@ -37,6 +37,14 @@ async function authenticatePublishable(
     .whereNull('k.revoked_at')
     .first('k.merchant_id', 'k.secret_hash', 'k.scopes', 'm.suspended', 'm.test_merchant', 'm.display_name');
   if (!row || !secretMatches(parsed.secret, row.secret_hash)) return null;
+  return { ...principalOf(parsed, row), suspended: row.suspended };
+}
+
+/** Who a verified key acts for, from the parsed key and its row. */
+function principalOf(
+  parsed: { keyId: string; mode: CheckoutPrincipal['mode'] },
+  row: { merchant_id: string; display_name: string; test_merchant: boolean; scopes: CheckoutPrincipal['scopes'] },
+): CheckoutPrincipal {
   return {
     keyId: parsed.keyId,
     merchantId: row.merchant_id,
@@ -44,7 +52,6 @@ async function authenticatePublishable(
     merchantName: row.display_name,
     testMerchant: row.test_merchant,
     scopes: row.scopes,
-    suspended: row.suspended,
   };
 }
 
@@ -75,14 +82,7 @@ export function secretKeyAuth(db: Db, clock: Clock, perSecond: number) {
       const hit = window.result(row.hits);
       ctx.set(rateLimitHeaders('merchant', limit, hit));
       if (!hit.allowed) throw rateLimitedError(hit, limit);
-      ctx.state.checkout = {
-        keyId: parsed.keyId,
-        merchantId: row.merchant_id,
-        mode: parsed.mode,
-        merchantName: row.display_name,
-        testMerchant: row.test_merchant,
-        scopes: row.scopes,
-      };
+      ctx.state.checkout = principalOf(parsed, row);
       return next();
     };
 }
