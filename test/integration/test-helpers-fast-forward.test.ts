@@ -150,7 +150,7 @@ describe('POST /v1/test_helpers/checkout/sessions/{id}/fast_forward', () => {
     await keepHistory(stack, s.id, 'session/fast-forward-002-timeout');
   });
 
-  it('answers 404 for an unknown or live session, 400 for a bad body, 403 forbidden for a live key', async () => {
+  it("answers 404 for an unknown or another merchant's session, 400 for a bad body, 403 for a live key or a missing scope", async () => {
     const m = await buildMerchant(stack.db);
     const s = await sessionExpiringIn(m, HOUR);
     expectError(await fastForwardSession(m.secretKey, 'cs_test_nope', { seconds: 60 }), 404, 'session_not_found');
@@ -170,6 +170,10 @@ describe('POST /v1/test_helpers/checkout/sessions/{id}/fast_forward', () => {
     const res = await fastForwardSession(live.secretKey, s.id, { seconds: 60 });
     expectError(res, 403, 'forbidden');
     expect(res.body.error.message).toBe('Test helpers take test keys only.');
+    const readOnly = await buildMerchant(stack.db, { scopes: ['sessions:read'] });
+    const scoped = await fastForwardSession(readOnly.secretKey, s.id, { seconds: 60 });
+    expectError(scoped, 403, 'insufficient_scope');
+    expect(scoped.body.error.message).toBe('This key lacks the sessions:write scope.');
     expect((await sessionRead(m, s.id)).expires_at).toBe(s.expires_at);
   });
 });
@@ -231,7 +235,7 @@ describe('POST /v1/test_helpers/webhook_endpoints/{id}/fast_forward', () => {
     await keepHistory(stack, endpoint.id, 'delivery/fast-forward-disable');
   });
 
-  it('answers 404 for an unknown endpoint, 400 for a bad body, 403 forbidden for a live key', async () => {
+  it('answers 404 for an unknown endpoint, 400 for a bad body, 403 for a live key or a missing scope', async () => {
     const { m, endpoint } = await failingEndpoint();
     expectError(await fastForwardEndpoint(m.secretKey, 'we_nope', { seconds: 60 }), 404, 'endpoint_not_found');
     expectError(await fastForwardEndpoint(m.secretKey, 'we%00x', { seconds: 60 }), 404, 'endpoint_not_found');
@@ -246,5 +250,9 @@ describe('POST /v1/test_helpers/webhook_endpoints/{id}/fast_forward', () => {
     );
     const live = await buildMerchant(stack.db, { mode: 'live' });
     expectError(await fastForwardEndpoint(live.secretKey, endpoint.id, { seconds: 60 }), 403, 'forbidden');
+    const noWebhooks = await buildMerchant(stack.db, { scopes: ['sessions:write'] });
+    const scoped = await fastForwardEndpoint(noWebhooks.secretKey, endpoint.id, { seconds: 60 });
+    expectError(scoped, 403, 'insufficient_scope');
+    expect(scoped.body.error.message).toBe('This key lacks the webhooks:manage scope.');
   });
 });
