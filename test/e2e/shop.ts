@@ -78,7 +78,7 @@ export function useShopperWorld(shopOpts: Parameters<typeof buildShop>[1] = {}):
   const world = {} as ShopperWorld;
   beforeAll(async () => {
     world.browser = await launchBrowser();
-    world.stack = await startStack({}, { clockFollowsTemporal: true });
+    world.stack = await startStack();
     world.shop = await buildShop(world.stack, shopOpts);
   });
   afterAll(async () => {

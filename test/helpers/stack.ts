@@ -108,12 +108,6 @@ function installQuietRuntime(): void {
 }
 
 export interface StackOptions {
-  /**
-   * The app clock moves with Temporal's time: every `env.sleep` (and awaited workflow result) that
-   * skips time moves it forward as far. Needed where sessions are created after time was skipped, since a session's workflow times
-   * its deadlines from `expires_at` and the attempts' recorded starts, both read on the app clock.
-   */
-  clockFollowsTemporal?: boolean;
   /** The time-skipping test server (default), or a real dev server for visibility queries and the Web UI (real time). */
   temporal?: 'time-skipping' | 'dev-server';
 }
@@ -140,7 +134,11 @@ export async function startStack(overrides: Record<string, string> = {}, options
     const behind = (await env.currentTimeMs()) - clock().getTime();
     if (behind > 0) clock.advance(behind);
   };
-  if (options.clockFollowsTemporal) {
+  // The app clock moves with the test server's time: every `env.sleep` (and awaited workflow result)
+  // that skips time moves it forward as far. Sessions and attempts record their deadlines on the app
+  // clock and the workflows time them on Temporal's, so the two must not drift apart (a skip left
+  // behind makes later sessions expire at once in workflow time).
+  if (!devServer) {
     const skip = env.sleep;
     env.sleep = async (duration) => {
       await skip(duration);

@@ -28,7 +28,7 @@ let stack: Stack;
 let m: Awaited<ReturnType<typeof buildMerchant>>;
 let pub: ReturnType<typeof shopper>;
 beforeAll(async () => {
-  stack = await startStack({}, { clockFollowsTemporal: true });
+  stack = await startStack();
   m = await buildMerchant(stack.db);
   pub = shopper(stack, m.publishableKey);
 });

@@ -29,7 +29,7 @@ import { startStack, Stack } from '../helpers/stack';
  */
 let stack: Stack;
 beforeAll(async () => {
-  stack = await startStack({}, { clockFollowsTemporal: true });
+  stack = await startStack();
 });
 afterAll(() => stack.stop());
 

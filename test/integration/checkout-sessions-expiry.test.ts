@@ -9,13 +9,13 @@ import { keepHistory } from '../helpers/histories';
 /**
  * The session workflow on the time-skipping server: it starts with the session, holds the timer
  * for `expires_at` and expires the session through an activity; `/expire` and reconciliation stop
- * it. The timer runs on Temporal time to `expires_at`, so the app clock follows Temporal's (the
- * stack's `clockFollowsTemporal`); these tests freeze it while creating and then assert "open at
+ * it. The timer runs on Temporal time to `expires_at`, so the app clock follows Temporal's (as in
+ * every time-skipping stack); these tests freeze it while creating and then assert "open at
  * ttl − 1 s, expired at ttl + 1 s".
  */
 let stack: Stack;
 beforeAll(async () => {
-  stack = await startStack({}, { clockFollowsTemporal: true });
+  stack = await startStack();
 });
 afterAll(() => stack.stop());
 

@@ -36,7 +36,7 @@ let m: Awaited<ReturnType<typeof buildMerchant>>;
 let merchantName: string;
 let pub: ReturnType<typeof shopper>;
 beforeAll(async () => {
-  stack = await startStack({}, { clockFollowsTemporal: true });
+  stack = await startStack();
   m = await buildMerchant(stack.db, { name: 'Deadline Books' });
   merchantName = 'Deadline Books';
   pub = shopper(stack, m.publishableKey);

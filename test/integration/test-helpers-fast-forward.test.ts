@@ -34,10 +34,7 @@ let receiver: HttpsReceiver;
 beforeAll(async () => {
   receiver = await startHttpsReceiver();
   receiver.respond = () => ({ status: 503 });
-  stack = await startStack(
-    { WEBHOOK_ALLOWED_HOSTS: RECEIVER_HOST, WEBHOOK_EXTRA_CA_PATH: receiver.caPath },
-    { clockFollowsTemporal: true },
-  );
+  stack = await startStack({ WEBHOOK_ALLOWED_HOSTS: RECEIVER_HOST, WEBHOOK_EXTRA_CA_PATH: receiver.caPath });
 });
 afterAll(async () => {
   await stack.stop();

@@ -18,9 +18,7 @@ let stack: Stack;
 /** The same app as the stack's, whose every request dies between its commit and its handoff. */
 let crashing: { baseUrl: string; close: () => Promise<void> };
 beforeAll(async () => {
-  // Awaiting a workflow's result lets the test server skip to the next timers; the app clock follows,
-  // so sessions created afterwards are not already past their `expires_at` in workflow time.
-  stack = await startStack({}, { clockFollowsTemporal: true });
+  stack = await startStack();
   crashing = await listen(
     createApp({
       ...stack.deps,
