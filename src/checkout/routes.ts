@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import type { AppDeps } from '../deps';
-import { secretKeyAuth } from '../http/checkout-auth';
+import { secretKeyAuth, testKeysOnly } from '../http/checkout-auth';
 import { renderCheckoutError } from '../http/error-envelope';
 import { ApiError } from '../http/errors';
 import { checkoutIdempotency } from '../http/idempotency';
@@ -9,15 +9,15 @@ import type { CheckoutScope } from '../keys/scopes';
 import { checkoutCursor, listOut } from './cursor';
 import { eventOut, getEvent, listEvents } from './events';
 import { listMerchantMethods } from './payment-methods';
-import { eventListQuery, sessionIn, sessionListQuery } from './schemas';
+import { eventListQuery, fastForwardIn, idParam, sessionIn, sessionListQuery } from './schemas';
 import { publicRoutes, PublicAdapters } from './public-routes';
 import { refundRoutes } from './refund-routes';
-import { testHelperRoutes } from './test-helper-routes';
 import { webhookRoutes } from './webhook-routes';
 import { paymentMethodOut } from './serializers';
 import { createSession } from './sessions/create-session';
 import type { SessionDeps } from './sessions/deps';
 import { expireSession } from './sessions/expire-session';
+import { fastForwardSession } from './sessions/fast-forward';
 import { getSession, listSessions } from './sessions/queries';
 import { sessionOut } from './sessions/session-row';
 import { eventDeliveries } from '../webhooks/deliveries';
@@ -25,7 +25,7 @@ import { servedCheckoutDocument } from '../openapi/routes';
 
 /**
  * The Checkout API under `/v1`: the merchant routes (secret key: sessions, refunds, webhook endpoints and events,
- * test helpers) and the hosted page's public routes (publishable key); `adapters` swaps the payment vendors or the SMS provider (tests).
+ * test mode's fast-forward) and the hosted page's public routes (publishable key); `adapters` swaps the payment vendors or the SMS provider (tests).
  */
 export function checkoutRouter(deps: AppDeps, adapters: PublicAdapters = {}): Router {
   const router = new Router({ prefix: '/v1' });
@@ -84,6 +84,18 @@ export function checkoutRouter(deps: AppDeps, adapters: PublicAdapters = {}): Ro
     ctx.body = sessionOut(session, base);
   });
 
+  const fastForward = { params: idParam('id'), body: fastForwardIn };
+  router.post(
+    '/test_helpers/checkout/sessions/:id/fast_forward',
+    ...merchant('sessions:write'),
+    testKeysOnly,
+    validate(fastForward),
+    async (ctx) => {
+      const { params, body } = input(ctx, fastForward);
+      ctx.body = sessionOut(await fastForwardSession(sessions, ctx.state.checkout, params.id, body.seconds), base);
+    },
+  );
+
   router.get('/payment_methods', ...merchant('sessions:read'), async (ctx) => {
     const { merchantId, mode } = ctx.state.checkout;
     const methods = await listMerchantMethods(db, merchantId, mode);
@@ -110,5 +122,5 @@ export function checkoutRouter(deps: AppDeps, adapters: PublicAdapters = {}): Ro
     ctx.body = { ...eventOut(event), deliveries: await eventDeliveries(db, event.id) };
   });
 
-  return testHelperRoutes(webhookRoutes(publicRoutes(refundRoutes(router, deps), deps, adapters), deps), deps);
+  return webhookRoutes(publicRoutes(refundRoutes(router, deps), deps, adapters), deps);
 }

@@ -1,7 +1,7 @@
 import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import type { AppDeps } from '../deps';
-import { secretKeyAuth } from '../http/checkout-auth';
+import { secretKeyAuth, testKeysOnly } from '../http/checkout-auth';
 import { renderCheckoutError } from '../http/error-envelope';
 import { checkoutIdempotency } from '../http/idempotency';
 import { input, validate } from '../http/validate';
@@ -16,13 +16,14 @@ import {
   rotateSecret,
   updateEndpoint,
 } from '../webhooks/endpoints';
+import { fastForwardEndpoint } from '../webhooks/fast-forward';
 import { redeliverEvent } from '../webhooks/redeliver';
 import { replayOut, replayWindow } from '../webhooks/replay';
 import { WebhookRuntime, webhookRuntime } from '../webhooks/runtime';
 import { endpointIn, endpointPatch, replayIn, testEventIn } from '../webhooks/schemas';
 import { sendTestEvent } from '../webhooks/test-event';
 import { isObjectId } from './ids';
-import { idParam } from './schemas';
+import { fastForwardIn, idParam } from './schemas';
 
 /**
  * Keeps the create response's secret out of the idempotency store: the handler answers with the
@@ -45,7 +46,7 @@ const endpointId: Middleware = (ctx, next) => {
   return next();
 };
 
-/** Adds the webhook endpoint routes and `POST /events/{id}/redeliver` (all `webhooks:manage`) to the `/v1` router. */
+/** Adds the webhook endpoint routes, `POST /events/{id}/redeliver` and the endpoint fast-forward of test mode (all `webhooks:manage`) to the `/v1` router. */
 export function webhookRoutes(router: Router, deps: AppDeps): Router {
   const { db, clock, settings } = deps;
   const runtime = deps.webhooks ?? webhookRuntime(settings);
@@ -62,6 +63,7 @@ export function webhookRoutes(router: Router, deps: AppDeps): Router {
   const patch = { params: idParam('id'), body: endpointPatch };
   const test = { params: idParam('id'), body: testEventIn };
   const replay = { params: idParam('id'), body: replayIn };
+  const fastForward = { params: idParam('id'), body: fastForwardIn };
 
   router.get('/webhook_endpoints', ...manage, async (ctx) => {
     ctx.body = { data: (await listEndpoints(webhooks, ctx.state.checkout)).map(endpointOut) };
@@ -122,6 +124,18 @@ export function webhookRoutes(router: Router, deps: AppDeps): Router {
       const row = await replayWindow(webhooks, ctx.state.checkout, params.id, ctx.get('idempotency-key'), body);
       ctx.status = 202;
       ctx.body = replayOut(row);
+    },
+  );
+
+  router.post(
+    '/test_helpers/webhook_endpoints/:id/fast_forward',
+    ...manage,
+    testKeysOnly,
+    endpointId,
+    validate(fastForward),
+    async (ctx) => {
+      const { params, body } = input(ctx, fastForward);
+      ctx.body = endpointOut(await fastForwardEndpoint(webhooks, ctx.state.checkout, params.id, body.seconds));
     },
   );
 

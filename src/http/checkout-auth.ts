@@ -136,3 +136,9 @@ export function publishableKeyAuth(db: Db): Middleware {
     return next();
   };
 }
+
+/** Test helpers act on test objects only: after the key check, a live key is `403 forbidden` before anything else is read. */
+export const testKeysOnly: Middleware = (ctx, next) => {
+  if (ctx.state.checkout.mode !== 'test') throw ApiError.forbidden('forbidden', 'Test helpers take test keys only.');
+  return next();
+};

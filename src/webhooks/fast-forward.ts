@@ -1,4 +1,3 @@
-import { isObjectId } from '../checkout/ids';
 import { handOff, recordHandoff } from '../temporal/handoffs';
 import type { MerchantScope, WebhookDeps } from './deps';
 import { wakeTargets } from './dispatch';
@@ -18,7 +17,6 @@ export async function fastForwardEndpoint(
   endpointId: string,
   seconds: number,
 ): Promise<EndpointRow> {
-  if (!isObjectId(endpointId)) throw endpointNotFound();
   const { endpoint, pending } = await deps.db.transaction(async (trx) => {
     const endpoint: EndpointRow | undefined = await trx('webhook_endpoints')
       .where({ id: endpointId, merchant_id: scope.merchantId, mode: scope.mode })
