@@ -18,21 +18,18 @@ export async function fastForwardEndpoint(
   seconds: number,
 ): Promise<EndpointRow> {
   const { endpoint, pending } = await deps.db.transaction(async (trx) => {
-    const endpoint: EndpointRow | undefined = await trx('webhook_endpoints')
-      .where({ id: endpointId, merchant_id: scope.merchantId, mode: scope.mode })
-      .forUpdate()
-      .first();
-    if (!endpoint) throw endpointNotFound();
     const earlier = (column: string) => trx.raw(`${column} - make_interval(secs => ?)`, [seconds]);
+    // One statement finds the endpoint (none: 404) and moves its failure clock.
+    const [moved]: EndpointRow[] = await trx('webhook_endpoints')
+      .where({ id: endpointId, merchant_id: scope.merchantId, mode: scope.mode })
+      .update({ failing_since: earlier('failing_since') })
+      .returning('*');
+    if (!moved) throw endpointNotFound();
     await trx('webhook_queue')
       .where({ endpoint_id: endpointId, status: 'pending' })
       .whereNull('claim')
       .whereNotNull('next_attempt_at')
       .update({ next_attempt_at: earlier('next_attempt_at') });
-    const [moved]: EndpointRow[] = await trx('webhook_endpoints')
-      .where({ id: endpointId })
-      .update({ failing_since: earlier('failing_since') })
-      .returning('*');
     const [target] = await wakeTargets(trx, [endpointId]);
     return { endpoint: moved, pending: await recordHandoff(trx, scope, { kind: 'endpoint_wake', endpoint: target }) };
   });
