@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -22,7 +22,8 @@ import { repoRoot } from './processes';
  * `npm run fuzz`: Schemathesis against a running stack (API, worker, Temporal dev server,
  * Postgres) for every operation of both APIs with valid keys. It fails on any 5xx answer and on
  * any answer whose status, content type, headers or body break the OpenAPI document. Prints the
- * run time and the number of test cases. FUZZ_MAX_EXAMPLES (default 25) and FUZZ_SEED tune it.
+ * run time and the number of test cases. FUZZ_MAX_EXAMPLES (default 25) and FUZZ_SEED tune it;
+ * FUZZ_VERBOSE=1 streams Schemathesis's own output, which otherwise goes to .data/fuzz/<pass>.log.
  */
 
 /** Schemathesis, pinned, in its own virtualenv under .tools (git-ignored), installed on first use. */
@@ -37,6 +38,9 @@ const CHECKS = [
   'response_headers_conformance',
   'response_schema_conformance',
 ].join(',');
+
+/** FUZZ_VERBOSE=1 streams Schemathesis's output; otherwise it goes to .data/fuzz/<pass>.log and is shown only for a failed pass. */
+const VERBOSE = process.env.FUZZ_VERBOSE === '1';
 
 const log = (line: string) => process.stdout.write(`${line}\n`);
 
@@ -104,7 +108,11 @@ async function runPass(pass: Pass, reportDir: string, maxExamples: number, seed:
     '--no-color',
     ...pass.filter,
   ];
+  const logFile = join(reportDir, `${pass.name}.log`);
   log(`\n=== ${pass.name}: st ${args.filter((a) => !a.startsWith('Authorization')).join(' ')}`);
+  log(
+    `    output in ${logFile}${VERBOSE ? '' : ' (printed here only if the pass fails; FUZZ_VERBOSE=1 prints it always)'}`,
+  );
   const started = Date.now();
   const output: string[] = [];
   const code = await new Promise<number>((resolve) => {
@@ -117,12 +125,14 @@ async function runPass(pass: Pass, reportDir: string, maxExamples: number, seed:
     for (const stream of [child.stdout, child.stderr]) {
       stream.on('data', (chunk: Buffer) => {
         output.push(chunk.toString());
-        process.stdout.write(chunk);
+        if (VERBOSE) process.stdout.write(chunk);
       });
     }
     child.on('close', (c) => resolve(c ?? 1));
   });
   const text = output.join('');
+  writeFileSync(logFile, text);
+  if (code !== 0 && !VERBOSE) process.stdout.write(text);
   const cases = [...text.matchAll(/(\d+) generated/g)].reduce((sum, m) => sum + Number(m[1]), 0);
   const report = existsSync(junit) ? readFileSync(junit, 'utf8') : '';
   const operations = (report.match(/<testcase /g) ?? []).length;
@@ -229,7 +239,9 @@ async function main(): Promise<void> {
     const cases = results.reduce((n, r) => n + r.cases, 0);
     const seconds = (Date.now() - started) / 1000;
     log(`  total: ${cases} test cases in ${seconds.toFixed(1)} s (stack start included); reports in ${reportDir}`);
-    failed = results.some((r) => !r.ok);
+    const failedPasses = results.filter((r) => !r.ok).length;
+    log(`fuzz: ${results.length - failedPasses} passed, ${failedPasses} failed (${cases} test cases)`);
+    failed = failedPasses > 0;
   } finally {
     await env.close();
   }
