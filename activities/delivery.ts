@@ -13,7 +13,7 @@ import {
   recordedAttempts,
 } from '../src/webhooks/attempts';
 import type { EndpointRow } from '../src/webhooks/endpoint-row';
-import { adopt, advance, claimDue, enqueue, queueState, takePending } from '../src/webhooks/queue';
+import { adopt, advance, claimDue, ClaimedRow, enqueue, queueState, takePending } from '../src/webhooks/queue';
 import type { WebhookRuntime } from '../src/webhooks/runtime';
 import { DELIVERY_TIMEOUT_MS } from '../src/webhooks/schedule';
 import { deliveryAgent, postWebhook, SendResult } from '../src/webhooks/send';
@@ -70,7 +70,7 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices }: 
   }
 
   /** Signs (a timestamp of its own) and POSTs one event to the checked address. */
-  function send(target: CheckedTarget, secrets: string[], event: EventRow): Promise<SendResult> {
+  function sendOne(target: CheckedTarget, secrets: string[], event: EventRow): Promise<SendResult> {
     const body = JSON.stringify(eventOut(event));
     const headers = {
       'content-type': 'application/json',
@@ -93,7 +93,7 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices }: 
     if (!check.ok) return todo.map((a) => ({ ...a, statusCode: null, error: check.issue, attempted: true }));
     const secrets = signingSecrets(endpoint);
     return Promise.all(
-      todo.map(async (a) => ({ ...a, ...(await send(check.target, secrets, a.event)), attempted: true })),
+      todo.map(async (a) => ({ ...a, ...(await sendOne(check.target, secrets, a.event)), attempted: true })),
     );
   }
 
@@ -119,81 +119,148 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices }: 
 
   return {
     /**
-     * The endpoint's due deliveries from the Postgres queue: claims up to `limit` due rows for
-     * `batch` as of `nowMs` (workflow time, moved on by the time spent here), sends them at once,
-     * records each attempt and moves its row on in one transaction, and goes round again while
-     * rows are due, for about 2 seconds; with nothing due it waits, within those seconds, for the
-     * dispatcher to announce rows for the endpoint and takes them at once. A retry of the same batch sends the rows it still holds
-     * again (same event id, same attempt) before anything else. When the endpoint is gone, records
-     * every pending row as `endpoint_deleted`.
+     * The endpoint's due deliveries from the Postgres queue, for about 2 seconds, with up to
+     * `limit` POSTs in flight all along (`max_in_flight` when that is lower): claims due rows for
+     * `batch` as of `nowMs` (workflow time, moved on by the time spent here) as slots free up,
+     * sends each at once, and records finished attempts, moving their rows on in the same
+     * transaction, while later ones are still sending. With a slot free and nothing due it waits,
+     * within those seconds, for the dispatcher to announce rows for the endpoint and claims them at
+     * once. A retry of the same batch sends the rows it still holds again (same event id, same
+     * attempt) before anything else. When the endpoint is gone, records every pending row as
+     * `endpoint_deleted`.
      */
     async deliverDue(input: { endpointId: string; batch: string; nowMs: number; limit: number }): Promise<DueResult> {
       const { endpointId, batch, limit } = input;
       const started = Date.now();
+      const left = () => DELIVER_DUE_BUDGET_MS - (Date.now() - started);
       // Workflow time (ahead of the wall clock where tests skip time), never behind the wall clock:
       // rows the dispatcher queues are due at their commit.
       const at = () => Math.max(input.nowMs + (Date.now() - started), Date.now());
-      const watch = queueNotices?.watch(input.endpointId);
       const totals = { attempted: 0, delivered: 0, failed: 0 };
       let endpoint = await loadEndpoint(endpointId);
       let checked: { url: string; check: Awaited<ReturnType<typeof checkWebhookUrl>> } | undefined;
-      try {
-        while (endpoint && Date.now() - started < DELIVER_DUE_BUDGET_MS) {
-          const attemptAtMs = at();
-          // The setting may have been lowered since the workflow last heard of it.
-          const keys = await claimDue(db, endpointId, batch, attemptAtMs, Math.min(limit, endpoint.max_in_flight));
-          if (keys.length === 0) {
-            if (await watch?.announced(DELIVER_DUE_BUDGET_MS - (Date.now() - started))) continue;
-            break;
-          }
-          const events: EventRow[] = await db('events').whereIn('id', [...new Set(keys.map((k) => k.eventId))]);
-          const byId = new Map(events.map((e) => [e.id, e]));
-          const todo = keys.flatMap((k) => {
-            const event = byId.get(k.eventId);
-            return event ? [{ ...k, event }] : []; // purged since: its row went with it
-          });
-          const current = endpoint;
-          const sameTenant = (e: EventRow) => e.merchant_id === current.merchant_id && e.mode === current.mode;
-          let made: AttemptMade[];
-          if (current.status !== 'enabled') made = await attempt(current, todo);
-          else {
-            if (checked?.url !== current.url)
-              checked = { url: current.url, check: await checkWebhookUrl(current.url, webhooks) };
-            const check = checked.check;
-            const secrets = signingSecrets(current);
-            const mine = todo.filter((a) => sameTenant(a.event));
-            made = [
-              ...(await Promise.all(
-                mine.map(async (a) =>
-                  check.ok
-                    ? { ...a, ...(await send(check.target, secrets, a.event)), attempted: true }
-                    : { ...a, statusCode: null, error: check.issue, attempted: true },
-                ),
-              )),
-              // Never send another tenant's event (a dispatcher bug): treat the endpoint as gone for it.
-              ...(await attempt(
-                undefined,
-                todo.filter((a) => !sameTenant(a.event)),
-              )),
-            ];
-          }
-          await webhooks.afterSend?.(made.map((m) => m.eventId));
+      let firstClaim = true;
+      /** Claimed and not yet recorded. */
+      let inFlight = 0;
+      /** Attempts made and waiting to be recorded, with the moment each was claimed at. */
+      const made: Array<{ attempt: AttemptMade; atMs: number }> = [];
+      const rounds = new Set<Promise<void>>();
+      let recording: Promise<void> | undefined;
+      let failure: unknown;
+      // Rung by an announcement, a recorded attempt (a slot is free) or a failure.
+      let announced = false;
+      let ring: (() => void) | undefined;
+      const rang = () => ring?.();
+      const watch = queueNotices?.watch(endpointId, () => {
+        announced = true;
+        rang();
+      });
+      const track = (p: Promise<void>) => {
+        const tracked = p.catch((err: unknown) => {
+          failure ??= err;
+          rang();
+        });
+        rounds.add(tracked);
+        void tracked.finally(() => rounds.delete(tracked));
+      };
+
+      /** Records what was made so far, in one transaction per pass, until nothing is left. */
+      const record = async () => {
+        while (made.length > 0 && failure === undefined) {
+          const todo = made.splice(0);
           const results = await db.transaction(async (trx) => {
-            const recorded = await recordAttempts(trx, endpointId, made, attemptAtMs);
-            const done = made.map((m) => ({ key: m as AttemptKey, result: recorded.get(attemptKey(m))! }));
+            const done: Array<{ key: AttemptKey; result: AttemptResult }> = [];
+            for (const atMs of [...new Set(todo.map((t) => t.atMs))].sort((x, y) => x - y)) {
+              const attempts = todo.filter((t) => t.atMs === atMs).map((t) => t.attempt);
+              const recorded = await recordAttempts(trx, endpointId, attempts, atMs);
+              for (const m of attempts) done.push({ key: m, result: recorded.get(attemptKey(m))! });
+            }
             await advance(trx, endpointId, batch, done);
             return done;
           });
+          inFlight -= todo.length;
           for (const { result } of results) {
             if (result.outcome !== 'delivered' && result.outcome !== 'failed') continue;
             totals.attempted++;
             totals[result.outcome]++;
           }
           endpoint = await loadEndpoint(endpointId);
+          rang();
         }
+      };
+      const recordSoon = () => {
+        if (recording) return;
+        recording = record().finally(() => (recording = undefined));
+        track(recording);
+      };
+
+      /** Sends (or refuses) one claim's rows, then hands them to the recorder. */
+      const send = async (current: EndpointRow, claimed: ClaimedRow[], atMs: number) => {
+        const todo = claimed.flatMap((c) => (c.event ? [{ ...c, event: c.event }] : []));
+        // A purged event's row goes with it: nothing to send or record.
+        inFlight -= claimed.length - todo.length;
+        const sameTenant = (e: EventRow) => e.merchant_id === current.merchant_id && e.mode === current.mode;
+        let attempts: AttemptMade[];
+        if (current.status !== 'enabled') attempts = await attempt(current, todo);
+        else {
+          if (checked?.url !== current.url)
+            checked = { url: current.url, check: await checkWebhookUrl(current.url, webhooks) };
+          const check = checked.check;
+          const secrets = signingSecrets(current);
+          attempts = [
+            ...(await Promise.all(
+              todo
+                .filter((a) => sameTenant(a.event))
+                .map(async (a) =>
+                  check.ok
+                    ? { ...a, ...(await sendOne(check.target, secrets, a.event)), attempted: true }
+                    : { ...a, statusCode: null, error: check.issue, attempted: true },
+                ),
+            )),
+            // Never send another tenant's event (a dispatcher bug): treat the endpoint as gone for it.
+            ...(await attempt(
+              undefined,
+              todo.filter((a) => !sameTenant(a.event)),
+            )),
+          ];
+        }
+        await webhooks.afterSend?.(attempts.map((m) => m.eventId));
+        made.push(...attempts.map((attempt) => ({ attempt, atMs })));
+        recordSoon();
+      };
+
+      try {
+        while (endpoint && failure === undefined && left() > 0) {
+          const free = Math.min(limit, endpoint.max_in_flight) - inFlight;
+          if (free > 0) {
+            announced = false;
+            const atMs = at();
+            // The first claim takes back what this batch still holds (a retry); later ones must not.
+            const claimed = await claimDue(db, endpointId, batch, atMs, free, firstClaim);
+            firstClaim = false;
+            if (claimed.length > 0) {
+              inFlight += claimed.length;
+              track(send(endpoint, claimed, atMs));
+              continue;
+            }
+            if (inFlight === 0 && !watch) break; // nothing due, and no way to hear of more
+          }
+          // An announcement counts only with a slot free (announced stays set until a claim).
+          if ((free > 0 && announced) || failure !== undefined) continue;
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, left());
+            ring = () => {
+              clearTimeout(timer);
+              resolve();
+            };
+          });
+          ring = undefined;
+        }
+        while (rounds.size > 0) await Promise.all(rounds);
       } finally {
         watch?.close();
       }
+      if (failure !== undefined) throw failure;
       if (!endpoint) {
         await cancelPending(endpointId, Infinity);
         return { ...totals, endpoint: 'deleted', failingSinceMs: null, nextDueAtMs: null, pending: 0, maxInFlight: 0 };

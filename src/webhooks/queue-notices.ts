@@ -15,38 +15,29 @@ export async function announceQueued(trx: Db, endpointIds: readonly string[]): P
   }
 }
 
-/** One delivery activity's watch on its endpoint's announcements. */
+/** One delivery activity's watch on its endpoint's announcements; `close()` ends it. */
 export interface QueueWatch {
-  /** True as soon as rows were announced for the endpoint since the watch began or the last call; false after `ms`. */
-  announced(ms: number): Promise<boolean>;
   close(): void;
 }
 
 export interface QueueNotices {
-  watch(endpointId: string): QueueWatch;
+  /** Calls `onAnnounced` each time rows are announced for the endpoint, until the watch is closed. */
+  watch(endpointId: string, onAnnounced: () => void): QueueWatch;
   stop(): Promise<void>;
-}
-
-interface Watcher {
-  seen: boolean;
-  wake?: () => void;
 }
 
 /**
  * The worker's one LISTEN on `webhook_queue`, shared by its delivery activities: an activity with
- * nothing due watches its endpoint and takes the next rows the moment the dispatcher commits them,
+ * a free slot watches its endpoint and takes the next rows the moment the dispatcher commits them,
  * instead of ending and waiting for the workflow's next wake (a signal, a workflow task and a new
  * activity). A (re)connect counts as an announcement for every endpoint (one may have been missed).
  */
 export function listenForQueuedRows(connection: string | ClientConfig): QueueNotices {
-  const watchers = new Map<string, Set<Watcher>>();
+  const watchers = new Map<string, Set<() => void>>();
   const announce = (ids: readonly string[] | null) => {
     for (const [id, set] of watchers) {
       if (ids && !ids.includes(id)) continue;
-      for (const w of set) {
-        w.seen = true;
-        w.wake?.();
-      }
+      for (const onAnnounced of set) onAnnounced();
     }
   };
   const listener = listenOn({
@@ -57,30 +48,13 @@ export function listenForQueuedRows(connection: string | ClientConfig): QueueNot
   });
 
   return {
-    watch(endpointId) {
-      const watcher: Watcher = { seen: false };
-      const set = watchers.get(endpointId) ?? new Set<Watcher>();
-      watchers.set(endpointId, set.add(watcher));
+    watch(endpointId, onAnnounced) {
+      const set = watchers.get(endpointId) ?? new Set<() => void>();
+      watchers.set(endpointId, set.add(onAnnounced));
       return {
-        async announced(ms) {
-          if (!watcher.seen && ms > 0) {
-            await new Promise<void>((resolve) => {
-              const timer = setTimeout(resolve, ms);
-              watcher.wake = () => {
-                clearTimeout(timer);
-                resolve();
-              };
-            });
-            watcher.wake = undefined;
-          }
-          const seen = watcher.seen;
-          watcher.seen = false;
-          return seen;
-        },
         close() {
-          watcher.wake?.();
-          set.delete(watcher);
-          if (set.size === 0) watchers.delete(endpointId);
+          set.delete(onAnnounced);
+          if (set.size === 0 && watchers.get(endpointId) === set) watchers.delete(endpointId);
         },
       };
     },

@@ -1,4 +1,5 @@
 import type { Db } from '../db/knex';
+import type { EventRow } from '../checkout/events';
 import type { AttemptKey, AttemptResult } from './attempts';
 
 /**
@@ -64,10 +65,17 @@ export async function adopt(
   return rowCount ?? 0;
 }
 
+/** A claimed row: its attempt, with its event (absent when the event was purged since it was queued). */
+export interface ClaimedRow extends AttemptKey {
+  event: EventRow | undefined;
+}
+
 /**
  * Claims up to `limit` of the endpoint's rows due at `nowMs` for `batch`, earliest first, and
  * pushes their due time out by the lease; rows `batch` already holds (a retried activity whose
  * first try died after sending) come first, so their attempt is sent again rather than skipped.
+ * Returns each with its event, read in the same statement. `held: false` leaves out the rows
+ * `batch` holds (its own attempts still sending, after its first claim).
  */
 export async function claimDue(
   db: Db,
@@ -75,7 +83,8 @@ export async function claimDue(
   batch: string,
   nowMs: number,
   limit: number,
-): Promise<AttemptKey[]> {
+  held = true,
+): Promise<ClaimedRow[]> {
   const { rows } = await db.raw(
     `WITH held AS (
        SELECT event_id, generation FROM webhook_queue
@@ -89,16 +98,20 @@ export async function claimDue(
         FOR UPDATE SKIP LOCKED
      ), picked AS (
        SELECT * FROM held UNION SELECT * FROM due LIMIT ?
+     ), claimed AS (
+       UPDATE webhook_queue q SET claim = ?, next_attempt_at = ?, updated_at = now()
+         FROM picked
+        WHERE q.event_id = picked.event_id AND q.endpoint_id = ? AND q.generation = picked.generation
+          AND q.status = 'pending'
+       RETURNING q.event_id, q.generation, q.attempt_no
      )
-     UPDATE webhook_queue q SET claim = ?, next_attempt_at = ?, updated_at = now()
-       FROM picked
-      WHERE q.event_id = picked.event_id AND q.endpoint_id = ? AND q.generation = picked.generation
-        AND q.status = 'pending'
-     RETURNING q.event_id, q.generation, q.attempt_no`,
+     SELECT c.event_id AS claimed_event_id, c.generation AS claimed_generation, c.attempt_no AS claimed_attempt_no,
+            e.id, e.merchant_id, e.mode, e.type, e.data_object, e.created_at
+       FROM claimed c LEFT JOIN events e ON e.id = c.event_id`,
     [
       batch,
       endpointId,
-      limit,
+      held ? limit : 0,
       endpointId,
       new Date(nowMs),
       limit,
@@ -108,10 +121,12 @@ export async function claimDue(
       endpointId,
     ],
   );
-  return (rows as Array<{ event_id: string; generation: string; attempt_no: number }>).map((r) => ({
-    eventId: r.event_id,
-    generation: Number(r.generation),
-    attemptNo: r.attempt_no,
+  type Joined = EventRow & { claimed_event_id: string; claimed_generation: string; claimed_attempt_no: number };
+  return (rows as Joined[]).map(({ claimed_event_id, claimed_generation, claimed_attempt_no, ...event }) => ({
+    eventId: claimed_event_id,
+    generation: Number(claimed_generation),
+    attemptNo: claimed_attempt_no,
+    event: event.id === null ? undefined : (event as EventRow),
   }));
 }
 
