@@ -1,6 +1,7 @@
 import {
   condition,
   continueAsNew,
+  patched,
   proxyActivities,
   setCurrentDetails,
   setHandler,
@@ -19,11 +20,18 @@ import {
   webhookActivityQueue,
 } from '../src/temporal/delivery';
 import { CLAIM_LEASE_MS } from '../src/webhooks/queue';
+import { patches } from './patches';
 import { DISABLE_AFTER_FAILING_MS } from '../src/webhooks/schedule';
 import { endpointIdKey, endpointStatusKey, merchantIdKey, modeKey } from '../src/temporal/search-attributes';
 
-/** Rows one `deliverDue` claims at a time (it sends them at once). */
+/** Rows one `deliverDue` has in flight at most (it claims more as its own are recorded). */
 const MAX_BATCH = 10;
+/**
+ * A `deliverDue` that attempted this many is followed at once by another, without waiting for a
+ * wake: while events keep coming, a watching activity is always there to take them the moment
+ * they are queued (a wake costs a signal, a workflow task and a new activity).
+ */
+const BUSY_ATTEMPTS = 5;
 /** Continue as new past this many history events (the time-skipping server never suggests it). */
 const DEFAULT_HISTORY_LIMIT = 5000;
 /** A run continues as new after a day, whatever it does (no run lives forever). */
@@ -107,6 +115,7 @@ export async function endpointDeliveryWorkflow(input: EndpointDeliveryInput): Pr
     if (r.endpoint === 'deleted') deleted = true;
     pending = r.pending;
     nextDueAtMs = earliest(nextDueAtMs, r.nextDueAtMs);
+    if (r.attempted >= BUSY_ATTEMPTS && patched(patches.deliveryKeepWatchingBusyEndpoint)) hint = Math.max(hint, 1);
   };
   const launch = (limit: number, nowMs: number) => {
     reserved += limit;

@@ -24,4 +24,6 @@ export const patches = {
    * queue into Postgres (`webhook_queue`) and continues as an `endpointDeliveryWorkflow`.
    */
   deliveryQueueToPostgres: 'delivery-queue-to-postgres',
+  /** Delivery: a `deliverDue` that attempted 5 or more is followed at once by another (no wake needed). */
+  deliveryKeepWatchingBusyEndpoint: 'delivery-keep-watching-busy-endpoint',
 } as const;
