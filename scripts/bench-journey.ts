@@ -1,4 +1,4 @@
-import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -10,10 +10,11 @@ import { createCheckoutKey } from '../src/ops/checkout-keys';
 import { createMerchant } from '../src/ops/merchants';
 import { verify } from '../src/webhooks/verify';
 import { startHttpsReceiver, type ReceivedRequest } from '../test/helpers/https-receiver';
-import { CpuMeter, treeTicks } from './bench/cpu';
+import { meterCpu } from './bench/cpu';
 import { startBenchEnvironment } from './bench/environment';
 import { percentile, table } from './bench/measure';
-import { freePort, repoRoot, startChild, waitFor, type Child } from './processes';
+import { startTsChild } from './bench/services';
+import { freePort, waitFor } from './processes';
 
 /**
  * `npm run bench:journey`: whole checkout journeys of many merchants at once, through the real
@@ -84,20 +85,6 @@ async function call(
   return JSON.parse(text);
 }
 
-/** A child service process (`src/main/<entry>.ts`) with `env`, its output in `logFile`. */
-function startService(name: string, entry: string, env: NodeJS.ProcessEnv, logFile: string): Child {
-  const out = openSync(logFile, 'a');
-  const child = startChild(
-    name,
-    process.execPath,
-    ['--import', 'tsx', `src/main/${entry}.ts`],
-    { cwd: repoRoot, env, stdio: ['ignore', out, out] },
-    { logFile },
-  );
-  closeSync(out);
-  return child;
-}
-
 async function main(): Promise<void> {
   setLogLevel('silent');
   const env = await startBenchEnvironment('journey', NAMESPACE, log);
@@ -132,8 +119,8 @@ async function main(): Promise<void> {
     const logs = mkdtempSync(join(tmpdir(), 'svc-bench-journey-logs-'));
     env.onClose(async () => rmSync(logs, { recursive: true, force: true }));
     log(`Starting the worker and the API as child processes (logs in ${logs})...`);
-    const worker = startService('worker', 'worker', serviceEnv, join(logs, 'worker.log'));
-    const api = startService('API', 'api', serviceEnv, join(logs, 'api.log'));
+    const worker = startTsChild('worker', 'src/main/worker.ts', serviceEnv, join(logs, 'worker.log'));
+    const api = startTsChild('API', 'src/main/api.ts', serviceEnv, join(logs, 'api.log'));
     await waitFor(
       `the API at ${baseUrl}`,
       async () => (await fetch(`${baseUrl}/partner/v1/health`, { signal: AbortSignal.timeout(2000) })).status === 200,
@@ -263,21 +250,15 @@ async function main(): Promise<void> {
       (await db.raw('SELECT pid FROM pg_stat_activity WHERE datname = current_database()')).rows.map(
         (r: { pid: number }) => r.pid,
       );
-    const meters = {
-      API: { meter: new CpuMeter(), pids: async () => treeTicks([api.pid!]) },
-      worker: { meter: new CpuMeter(), pids: async () => treeTicks([worker.pid!]) },
-      'Postgres (bench database backends)': { meter: new CpuMeter(), pids: async () => treeTicks(await pgPids()) },
-      'Temporal dev server': {
-        meter: new CpuMeter(),
-        pids: async () => treeTicks(env.temporalPid ? [env.temporalPid] : []),
+    const cpuMeter = await meterCpu(
+      {
+        API: async () => [api.pid!],
+        worker: async () => [worker.pid!],
+        'Postgres (bench database backends)': pgPids,
+        'Temporal dev server': async () => (env.temporalPid ? [env.temporalPid] : []),
       },
-    };
-    const sampleCpu = async () => {
-      for (const { meter, pids } of Object.values(meters)) meter.sample(await pids());
-    };
-    await sampleCpu();
-    const sampler = setInterval(() => void sampleCpu().catch(() => undefined), 1000);
-    const benchBefore = process.cpuUsage();
+      'this script (load and receiver)',
+    );
 
     const inFlight: Array<Promise<void>> = [];
     const runStarted = performance.now();
@@ -304,13 +285,7 @@ async function main(): Promise<void> {
     for (let i = 0; i < unfinished; i++) errors.push(`unfinished ${DRAIN_S} s after the last arrival`);
 
     const wallS = (runEnded - runStarted) / 1000;
-    clearInterval(sampler);
-    await sampleCpu();
-    const benchCpu = process.cpuUsage(benchBefore);
-    const cpu: Array<[string, number]> = [
-      ...Object.entries(meters).map(([name, { meter }]): [string, number] => [name, meter.seconds()]),
-      ['this script (load and receiver)', (benchCpu.user + benchCpu.system) / 1e6],
-    ];
+    const cpu = await cpuMeter.stop();
     const cpuTotal = cpu.reduce((n, [, s]) => n + s, 0);
 
     const ms = (n: number | undefined) => (n === undefined ? '-' : `${n.toFixed(0)} ms`);

@@ -1,5 +1,7 @@
-import { cpus, loadavg } from 'node:os';
-import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { recordEvent } from '../src/checkout/events';
 import { loadSettings } from '../src/config';
 import { systemClock } from '../src/lib/clock';
@@ -9,30 +11,30 @@ import { createMerchant } from '../src/ops/merchants';
 import { setEndpointConcurrency } from '../src/ops/webhook-endpoints';
 import { DEFAULT_MAX_IN_FLIGHT, endpointDeliveryWorkflowType } from '../src/temporal/delivery';
 import type { WebhookDeps } from '../src/webhooks/deps';
-import { startDispatcher } from '../src/webhooks/dispatcher';
-import { listenForQueuedRows } from '../src/webhooks/queue-notices';
 import { wakeEndpoint } from '../src/temporal/delivery';
 import { wakeTargets } from '../src/webhooks/dispatch';
 import { createEndpoint } from '../src/webhooks/endpoints';
 import { webhookRuntime } from '../src/webhooks/runtime';
-import { DELIVERY_TIMEOUT_MS } from '../src/webhooks/schedule';
-import { deliveryAgent, postWebhook } from '../src/webhooks/send';
-import { signatureHeader } from '../src/webhooks/signing';
-import { checkWebhookUrl } from '../src/webhooks/url-safety';
 import { verify } from '../src/webhooks/verify';
-import { createWorker } from '../src/worker/create-worker';
-import { RECEIVER_HOST, ReceivedRequest, startHttpsReceiver, testResolver } from '../test/helpers/https-receiver';
+import { ReceivedRequest, startHttpsReceiver } from '../test/helpers/https-receiver';
+import { meterCpu } from './bench/cpu';
 import { connectStack, startBenchEnvironment } from './bench/environment';
 import { percentile, runClosedLoop, table } from './bench/measure';
+import { startTsChild } from './bench/services';
+import { waitFor } from './processes';
 
 /**
  * `npm run bench:webhooks`: the real path (a transition's commit → NOTIFY → dispatcher → the
  * `webhook_queue` rows → the endpoint's delivery workflow → `deliverDue` → signed POST) to an HTTPS
- * receiver on loopback (self-signed certificate, host on the allow-list), on a tuned
+ * receiver on loopback (self-signed certificate, 127.0.0.1 on the allow-list), on a tuned
  * `temporal server start-dev` of its own (SQLite WAL, synchronous=normal) and a database of its own.
+ * As in production, the worker (with its dispatcher) is a process of its own (`src/main/worker.ts`);
+ * this process commits the events and plays the merchants' receiver. Notes give each part's CPU
+ * time per process, so the bottleneck is visible.
  * Five parts, each checked for repeated deliveries and for signatures the verify helper refuses:
  *  1. burst: 5,000 events committed by 8 producers to 5 endpoints; deliveries per second beside
- *     the floor, the same signed POSTs sent straight to the receiver at the endpoints' concurrency;
+ *     the floor: the same number of signed POSTs sent straight to the receiver at the endpoints'
+ *     concurrency, from a process of its own too (scripts/bench/post-floor.ts, the worker's send code);
  *  2. paced: 1,000 events at a steady 40 per second to the same 5 endpoints; commit → receiver's
  *     first byte, median and p95;
  *  3. hot: one endpoint alone at 200 events per second for 30 seconds; the same p95;
@@ -78,54 +80,37 @@ interface Row {
 
 async function main(): Promise<void> {
   setLogLevel('silent');
-  Runtime.install({ logger: new DefaultLogger('ERROR') });
   const env = await startBenchEnvironment('webhooks', NAMESPACE, log, { temporalArgs: EXTRA_DEV_SERVER_ARGS });
   const rows: Row[] = [];
   const notes: string[] = [];
   try {
     const receiver = await startHttpsReceiver();
     env.onClose(() => receiver.close());
-    const settings = loadSettings({
+    // The receiver is on loopback with a self-signed certificate (for 127.0.0.1).
+    const serviceEnv = {
       DATABASE_URL: env.databaseUrl,
       TEMPORAL_ADDRESS: env.temporalAddress,
+      TEMPORAL_NAMESPACE: NAMESPACE,
       TEMPORAL_TASK_QUEUE: `bench-webhooks-${randomString(6)}`,
-      WEBHOOK_ALLOWED_HOSTS: RECEIVER_HOST,
+      WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
       WEBHOOK_EXTRA_CA_PATH: receiver.caPath,
-      LOG_LEVEL: 'silent',
-    });
-    const webhooks = webhookRuntime(settings, { resolve: testResolver });
-    const {
-      appDb: apiDb,
-      workerDb,
-      nativeConnection,
-      temporal,
-    } = await connectStack(env, NAMESPACE, settings.DATABASE_POOL_MAX);
+      WEBHOOK_SECRET_KEY: randomBytes(32).toString('hex'),
+      LOG_LEVEL: 'info', // the worker says "worker running" once it polls
+    };
+    const settings = loadSettings({ ...serviceEnv, LOG_LEVEL: 'silent' });
+    const webhooks = webhookRuntime(settings);
+    const receiverUrl = (path: string) => `https://127.0.0.1:${receiver.port}${path}`;
+    const { appDb: apiDb, temporal } = await connectStack(env, NAMESPACE, settings.DATABASE_POOL_MAX);
 
-    log('Bundling the workflows and starting the worker and the dispatcher...');
-    const queueNotices = listenForQueuedRows(settings.DATABASE_URL!);
-    env.onClose(() => queueNotices.stop());
-    const worker = await createWorker({
-      connection: nativeConnection,
-      namespace: NAMESPACE,
-      taskQueue: settings.TEMPORAL_TASK_QUEUE,
-      db: workerDb,
-      clock: systemClock,
-      publicBaseUrl: settings.PUBLIC_BASE_URL,
-      webhooks,
-      queueNotices,
+    const logs = mkdtempSync(join(tmpdir(), 'svc-bench-webhooks-logs-'));
+    env.onClose(async () => rmSync(logs, { recursive: true, force: true }));
+    const workerLog = join(logs, 'worker.log');
+    log(`Starting the worker (workflows, activities, dispatcher) as a child process (log in ${workerLog})...`);
+    const worker = startTsChild('worker', 'src/main/worker.ts', { PATH: process.env.PATH, ...serviceEnv }, workerLog);
+    await waitFor('the worker', async () => readFileSync(workerLog, 'utf8').includes('worker running'), {
+      timeoutMs: 120_000,
+      watched: [worker],
     });
-    const running = worker.run();
-    env.onClose(async () => {
-      worker.shutdown();
-      await running;
-    });
-    const dispatcher = startDispatcher({
-      db: workerDb,
-      databaseUrl: settings.DATABASE_URL!,
-      temporal,
-      taskQueue: settings.TEMPORAL_TASK_QUEUE,
-    });
-    env.onClose(() => dispatcher.stop());
 
     const deps: WebhookDeps = {
       db: apiDb,
@@ -150,7 +135,7 @@ async function main(): Promise<void> {
         const { endpoint, secret } = await createEndpoint(
           deps,
           scope,
-          { url: receiver.url(p), events: ['*'], mode: 'test' },
+          { url: receiverUrl(p), events: ['*'], mode: 'test' },
           `bench-endpoint-${Date.now()}-${name}-${i}`,
         );
         secrets.set(p, secret);
@@ -273,35 +258,58 @@ async function main(): Promise<void> {
     await firstBytes(await produce(main.scope, WARMUP), mainPaths);
     receiver.requests.length = 0;
 
+    const pgPids = async (): Promise<number[]> =>
+      (await apiDb.raw('SELECT pid FROM pg_stat_activity WHERE datname = current_database()')).rows.map(
+        (r: { pid: number }) => r.pid,
+      );
+    const stackCpu = {
+      worker: async () => [worker.pid!],
+      'Postgres (bench database backends)': pgPids,
+      'Temporal dev server': async () => (env.temporalPid ? [env.temporalPid] : []),
+    };
+    /** Where the CPU went over `wallMs`, as a note: seconds and cores busy per process. */
+    const cpuNote = (part: string, split: Array<[string, number]>, wallMs: number) =>
+      `${part} CPU: ` +
+      split
+        .map(([name, sec]) => `${name} ${sec.toFixed(1)} s (${(sec / (wallMs / 1000)).toFixed(2)} cores)`)
+        .join(', ');
+
     log(`1. Burst: ${EVENTS} events to ${ENDPOINTS} endpoints (${PRODUCERS} producers)...`);
+    const burstCpu = await meterCpu(stackCpu, 'this script (producers and receiver)');
     const startedAt = Date.now();
     const committedAt = await produce(main.scope, EVENTS);
     const producedMs = Date.now() - startedAt;
     const burst = await firstBytes(committedAt, mainPaths);
     const lastByte = Math.max(...burst.first.map((r) => r.at));
+    notes.push(cpuNote('burst', await burstCpu.stop(), Date.now() - startedAt));
     const perSecond = (burst.first.length / (lastByte - startedAt)) * 1000;
     receiver.requests.length = 0;
 
-    log(`   the floor: ${burst.first.length} signed POSTs straight to the receiver...`);
+    log(`   the floor: ${burst.first.length} signed POSTs straight to the receiver, from a process of its own...`);
     const inFlight = ENDPOINTS * DEFAULT_MAX_IN_FLIGHT;
-    const agent = deliveryAgent(webhooks.extraCa);
-    const check = await checkWebhookUrl(receiver.url('/floor'), webhooks);
-    if (!check.ok) throw new Error(`the floor target is refused: ${check.issue}`);
-    const body = JSON.stringify({ id: 'evt_test_floor', object: 'event', type: 'checkout.session.completed' });
+    const floor = startTsChild(
+      'floor',
+      'scripts/bench/post-floor.ts',
+      { PATH: process.env.PATH },
+      join(logs, 'floor.log'),
+      [
+        receiverUrl('/floor'),
+        String(burst.first.length),
+        String(inFlight),
+        secrets.get(mainPaths[0])!,
+        receiver.caPath,
+      ],
+    );
+    const floorCpu = await meterCpu({ 'floor process': async () => [floor.pid!] }, 'this script (receiver)');
     const floorStarted = Date.now();
-    await runClosedLoop(burst.first.length, inFlight, async (i) => {
-      const headers = {
-        'content-type': 'application/json',
-        'svc-signature': signatureHeader(body, [secrets.get(mainPaths[0])!], Math.floor(Date.now() / 1000)),
-        'svc-event-id': `floor-${i}`,
-        'svc-event-type': 'checkout.session.completed',
-      };
-      const result = await postWebhook(check.target, body, headers, { agent, timeoutMs: DELIVERY_TIMEOUT_MS });
-      if (result.error) throw new Error(`floor POST failed: ${result.error}`);
-    });
-    const floorRate =
-      (receiver.requests.length / (Math.max(...receiver.requests.map((r) => r.at)) - floorStarted)) * 1000;
-    agent.destroy();
+    const floorExit = await floor.exited;
+    notes.push(cpuNote('floor', await floorCpu.stop(), Date.now() - floorStarted));
+    if (floorExit.code !== 0) throw new Error(`the floor failed: ${readFileSync(join(logs, 'floor.log'), 'utf8')}`);
+    const floorArrivals = receiver.requests.filter((r) => r.path === '/floor').map((r) => r.at);
+    if (floorArrivals.length !== burst.first.length)
+      throw new Error(`the floor: ${floorArrivals.length} POSTs arrived`);
+    // From the first arrival: the child's start-up (Node, tsx) is not the floor's.
+    const floorRate = (floorArrivals.length / (Math.max(...floorArrivals) - Math.min(...floorArrivals))) * 1000;
     receiver.requests.length = 0;
     rows.push({
       figure: `deliveries per second, ${EVENTS} events × ${ENDPOINTS} endpoints`,
@@ -483,7 +491,7 @@ async function main(): Promise<void> {
         .join(
           ' ',
         )}; dev server tuned (SQLite WAL, synchronous=normal)${EXTRA_DEV_SERVER_ARGS.length ? ` and ${EXTRA_DEV_SERVER_ARGS.join(' ')}` : ''}; ` +
-        'producers, dispatcher, worker and receiver in one process.',
+        'the worker (with the dispatcher) in a process of its own, as is the floor; producers and receiver in this one.',
     );
     const missed = rows.filter((r) => r.met === false);
     const integrityMissed = missed.some((r) => r.figure.includes('repeated') || r.figure.includes('lost'));

@@ -60,3 +60,33 @@ export class CpuMeter {
     return ticks / TICKS_PER_SECOND;
   }
 }
+
+/** Process groups to meter: each name's pids (the roots of its trees) when sampled. */
+export type CpuGroups = Record<string, () => Promise<number[]>>;
+
+/**
+ * Meters the CPU time of each group from now, sampling every second, plus this process's own
+ * (`self`, when named); `stop()` returns seconds per group, in the order given.
+ */
+export async function meterCpu(
+  groups: CpuGroups,
+  self?: string,
+): Promise<{ stop(): Promise<Array<[string, number]>> }> {
+  const meters = Object.entries(groups).map(([name, roots]) => ({ name, roots, meter: new CpuMeter() }));
+  const sample = async () => {
+    for (const { roots, meter } of meters) meter.sample(treeTicks(await roots()));
+  };
+  await sample();
+  const timer = setInterval(() => void sample().catch(() => undefined), 1000);
+  const before = process.cpuUsage();
+  return {
+    async stop() {
+      clearInterval(timer);
+      await sample();
+      const own = process.cpuUsage(before);
+      const split: Array<[string, number]> = meters.map(({ name, meter }) => [name, meter.seconds()]);
+      if (self) split.push([self, (own.user + own.system) / 1e6]);
+      return split;
+    },
+  };
+}
