@@ -5,6 +5,7 @@ import { deliveryWorkflowType, endpointDeliveryWorkflowType } from '../../src/te
 import { wakeEndpoint } from '../../src/temporal/delivery';
 import { wakeTargets } from '../../src/webhooks/dispatch';
 import { enqueue } from '../../src/webhooks/queue';
+import { setEndpointConcurrency } from '../../src/ops/webhook-endpoints';
 import { buildMerchant } from '../helpers/factories';
 import { call } from '../helpers/http';
 import { HttpsReceiver, RECEIVER_HOST, ReceivedRequest, startHttpsReceiver } from '../helpers/https-receiver';
@@ -357,4 +358,39 @@ it('never has more POSTs in flight to an endpoint than its max_in_flight (set wi
   const overlapping = Math.max(...starts.map((t) => starts.filter((s) => s <= t && s + 300 > t).length));
   expect(overlapping).toBeLessThanOrEqual(2);
   expect(overlapping).toBe(2);
+});
+
+it('follows a busy deliverDue (5 or more attempts) with another at once, so the next events need no wake', async () => {
+  const m = await webhookMerchant();
+  const p = path();
+  const endpoint = await createEndpoint(m.secretKey, receiver.url(p));
+  await setEndpointConcurrency(stack.db, endpoint.id, 10); // one deliverDue at a time: it takes all six
+  await Promise.all(Array.from({ length: 6 }, () => stateChange(m.merchantId, 'checkout.session.completed')));
+  await receiver.waitFor(6, p);
+  const handle = stack.env.client.workflow.getHandle(endpoint.id);
+  type HistoryEvent = NonNullable<Awaited<ReturnType<typeof handle.fetchHistory>>['events']>[number];
+  const deliverDue = (e: HistoryEvent) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'deliverDue';
+  const attempted = (e: HistoryEvent) => {
+    const data = e.activityTaskCompletedEventAttributes?.result?.payloads?.[0]?.data;
+    return data ? (JSON.parse(Buffer.from(data).toString()) as { attempted: number }).attempted : -1;
+  };
+  /** The first deliverDue that attempted 5 or more, and the next deliverDue scheduled after it. */
+  const busyAndNext = (events: HistoryEvent[]) => {
+    const busy = events.findIndex((e) => attempted(e) >= 5);
+    return { busy, next: busy < 0 ? -1 : events.findIndex((e, i) => i > busy && deliverDue(e)) };
+  };
+  const events = await until(
+    async () => (await handle.fetchHistory()).events ?? [],
+    (h) => busyAndNext(h).next > 0,
+    'a busy deliverDue and the next one',
+  );
+  const patchIds = events.flatMap((e) => {
+    const data = e.markerRecordedEventAttributes?.details?.['patch-data']?.payloads?.[0]?.data;
+    return data ? [JSON.parse(Buffer.from(data).toString()).id] : [];
+  });
+  expect(patchIds).toContain('delivery-keep-watching-busy-endpoint');
+  // The next one is scheduled in the workflow task that handled the busy one's result: no wake between.
+  const { busy, next } = busyAndNext(events);
+  expect(events.slice(busy, next).filter((e) => e.workflowTaskCompletedEventAttributes)).toHaveLength(1);
+  await keepHistory(stack, endpoint.id, 'delivery/busy-endpoint-keeps-watching');
 });
