@@ -3,6 +3,7 @@ import { createApp } from '../app';
 import { createDb } from '../db/knex';
 import { systemClock } from '../lib/clock';
 import { log } from '../lib/log';
+import { handoffsForgotten } from '../temporal/handoffs';
 import { connectTemporal } from '../temporal/client';
 import { requireSecretKeyForLive } from '../webhooks/runtime';
 
@@ -22,7 +23,10 @@ async function main(): Promise<void> {
   const stop = () => {
     log.info('api stopping');
     server.close(() => {
-      void Promise.allSettled([db.destroy(), temporal.connection.close()]).then(() => process.exit(0));
+      // Delivered handoffs still being deleted: let that finish (the relay would only repeat them).
+      void handoffsForgotten(db)
+        .then(() => Promise.allSettled([db.destroy(), temporal.connection.close()]))
+        .then(() => process.exit(0));
     });
     setTimeout(() => process.exit(0), 5000).unref();
   };

@@ -143,19 +143,52 @@ export interface HandoffDeps extends HandoffTarget {
   beforeHandoff?: () => void | Promise<void>;
 }
 
+/** Delivered handoffs waiting to be deleted, per pool, and the deletion running for them. */
+const delivered = new WeakMap<Db, { ids: number[]; running: Promise<void> | undefined }>();
+
 /**
- * The fast path, right after the commit: delivers the handoffs in order and deletes the ones
- * delivered. One Temporal refused is logged and left to the relay (its lease ends within
- * FAST_PATH_LEASE_SECONDS), so the caller's answer does not depend on Temporal being up.
+ * Deletes delivered handoffs in the background, every id gathered meanwhile in one statement, so
+ * that no request waits for it. Harmless if it never happens (the process dies first): the relay
+ * delivers the row again after its lease, and every handoff is harmless repeated.
+ */
+function forgetDelivered(db: Db, ids: number[]): void {
+  let pending = delivered.get(db);
+  if (!pending) delivered.set(db, (pending = { ids: [], running: undefined }));
+  pending.ids.push(...ids);
+  const queue = pending;
+  queue.running ??= (async () => {
+    while (queue.ids.length > 0) {
+      const batch = queue.ids.splice(0, 1000);
+      try {
+        await db('workflow_handoffs').whereIn('id', batch).del();
+      } catch (err) {
+        log.warn('could not delete delivered handoffs; the relay delivers them again (harmless)', {
+          count: batch.length,
+          error: err instanceof Error ? err.message : String(err),
+        });
+      }
+    }
+  })().finally(() => (queue.running = undefined));
+}
+
+/** Resolves once the delivered handoffs of `db` handed to the background so far are deleted. */
+export async function handoffsForgotten(db: Db): Promise<void> {
+  while (delivered.get(db)?.running) await delivered.get(db)!.running;
+}
+
+/**
+ * The fast path, right after the commit: delivers the handoffs in order and has the ones
+ * delivered deleted in the background. One Temporal refused is logged and left to the relay (its
+ * lease ends within FAST_PATH_LEASE_SECONDS), so the caller's answer does not depend on Temporal being up.
  */
 export async function handOff(deps: HandoffDeps, pending: PendingHandoff[]): Promise<void> {
   if (pending.length === 0) return;
   await deps.beforeHandoff?.();
-  const delivered: number[] = [];
+  const done: number[] = [];
   for (const { id, handoff } of pending) {
     try {
       await deliverHandoff(deps, handoff);
-      delivered.push(id);
+      done.push(id);
     } catch (err) {
       log.warn('handoff not delivered; the relay retries it', {
         handoff_id: id,
@@ -165,5 +198,5 @@ export async function handOff(deps: HandoffDeps, pending: PendingHandoff[]): Pro
       });
     }
   }
-  if (delivered.length > 0) await deps.db('workflow_handoffs').whereIn('id', delivered).del();
+  if (done.length > 0) forgetDelivered(deps.db, done);
 }

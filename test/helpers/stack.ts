@@ -11,6 +11,7 @@ import type { AppDeps } from '../../src/deps';
 import { loadSettings, Settings } from '../../src/config';
 import { createDb, Db } from '../../src/db/knex';
 import { HandoffRelay, startHandoffRelay } from '../../src/temporal/handoff-relay';
+import { handoffsForgotten } from '../../src/temporal/handoffs';
 import { registerSearchAttributes } from '../../src/temporal/search-attribute-setup';
 import { setLogLevel } from '../../src/lib/log';
 import { Dispatcher, startDispatcher } from '../../src/webhooks/dispatcher';
@@ -249,6 +250,7 @@ export async function startStack(overrides: Record<string, string> = {}, options
       await queueNotices.stop();
       await env.teardown();
       await devServer?.stop();
+      await handoffsForgotten(db);
       await db.destroy();
     },
   };

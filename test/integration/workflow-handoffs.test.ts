@@ -304,7 +304,12 @@ describe('workflow starts and signals on create', () => {
         `signal sessionSettled ${first.body.id}`,
         `start sessionWorkflow ${repriced.body.id}`,
       ]);
-      expect(await stack.db('workflow_handoffs').whereIn('workflow_id', [first.body.id, repriced.body.id])).toEqual([]);
+      // Delivered handoffs are deleted in the background, at once.
+      await until(
+        async () =>
+          (await stack.db('workflow_handoffs').whereIn('workflow_id', [first.body.id, repriced.body.id])).length === 0,
+        'the delivered handoffs to be deleted',
+      );
       expect(await stack.env.client.workflow.getHandle(first.body.id).result()).toBe('expired');
     } finally {
       await api.close();
