@@ -22,3 +22,8 @@ export async function migrateLatest(db: Db): Promise<string[]> {
   const [, applied] = (await db.migrate.latest()) as [number, string[]];
   return applied;
 }
+
+/** Runs `work` in the caller's transaction when `db` is one (no savepoint), else in a new transaction. */
+export function inTransaction<T>(db: Db, work: (trx: Db) => Promise<T>): Promise<T> {
+  return db.isTransaction ? work(db) : db.transaction(work);
+}

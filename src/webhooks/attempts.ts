@@ -1,4 +1,4 @@
-import type { Db } from '../db/knex';
+import { type Db, inTransaction } from '../db/knex';
 import type { EventRow } from '../checkout/events';
 import type { DeliveryRow } from './deliveries';
 import { DISABLE_AFTER_FAILING_MS, nextRetryAtMs } from './schedule';
@@ -105,7 +105,7 @@ export async function recordAttempts(
 ): Promise<Map<string, AttemptResult>> {
   if (attempts.length === 0) return new Map();
   const attemptAt = new Date(attemptAtMs);
-  return db.transaction(async (trx) => {
+  return inTransaction(db, async (trx) => {
     const inserted: DeliveryRow[] = await trx('event_deliveries')
       .insert(
         attempts.map((a) => {

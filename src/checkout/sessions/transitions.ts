@@ -1,4 +1,4 @@
-import type { Db } from '../../db/knex';
+import { type Db, inTransaction } from '../../db/knex';
 import type { KeyMode } from '../../keys/keys';
 import { PendingHandoff, recordHandoff } from '../../temporal/handoffs';
 import { EventType, recordEvent } from '../events';
@@ -62,7 +62,7 @@ async function closeOpenSession(
     const current: SessionRow | undefined = await trx('checkout_sessions').where(where).first();
     return current ? { session: current, changed: false } : null;
   };
-  return db.isTransaction ? run(db) : db.transaction(run);
+  return inTransaction(db, run);
 }
 
 /** Expires an open session with its `checkout.session.expired` event (see closeOpenSession). */
