@@ -169,12 +169,9 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices }: 
         while (made.length > 0 && failure === undefined) {
           const todo = made.splice(0);
           const results = await db.transaction(async (trx) => {
-            const done: Array<{ key: AttemptKey; result: AttemptResult }> = [];
-            for (const atMs of [...new Set(todo.map((t) => t.atMs))].sort((x, y) => x - y)) {
-              const attempts = todo.filter((t) => t.atMs === atMs).map((t) => t.attempt);
-              const recorded = await recordAttempts(trx, endpointId, attempts, atMs);
-              for (const m of attempts) done.push({ key: m, result: recorded.get(attemptKey(m))! });
-            }
+            const attempts = todo.map((t) => ({ ...t.attempt, atMs: t.atMs }));
+            const recorded = await recordAttempts(trx, endpointId, attempts, input.nowMs);
+            const done = attempts.map((m) => ({ key: m as AttemptKey, result: recorded.get(attemptKey(m))! }));
             await advance(trx, endpointId, batch, done);
             return done;
           });
@@ -231,7 +228,10 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices }: 
 
       try {
         while (endpoint && failure === undefined && left() > 0) {
-          const free = Math.min(limit, endpoint.max_in_flight) - inFlight;
+          const slots = Math.min(limit, endpoint.max_in_flight);
+          // Claims are batched: with POSTs in flight, wait until half the slots are free (each
+          // claim walks the queue's due index, which churns with every claim and delivery).
+          const free = inFlight === 0 || slots - inFlight >= Math.ceil(slots / 2) ? slots - inFlight : 0;
           if (free > 0) {
             announced = false;
             const atMs = at();

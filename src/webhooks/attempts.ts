@@ -92,24 +92,26 @@ export async function recordedAttempts(
 }
 
 /**
- * Records a batch of attempts made at `attemptAtMs` (workflow time): one row each, failures with
- * their retry time from the schedule, and moves the endpoint's failure clock in the same
- * transaction: any success stops it; failures alone start it, unless a success as recent was
- * already recorded. A row recorded first by someone else wins, and its result is returned.
+ * Records a batch of attempts, each made at its own `atMs` (workflow time; `attemptAtMs` when it
+ * has none): one row each, failures with their retry time from the schedule, and moves the
+ * endpoint's failure clock in the same transaction as if the attempts were recorded in time
+ * order: the latest success stops it; failures after it (or alone) start it at the first of them,
+ * unless a success as recent was already recorded. A row recorded first by someone else wins, and
+ * its result is returned.
  */
 export async function recordAttempts(
   db: Db,
   endpointId: string,
-  attempts: readonly AttemptMade[],
+  attempts: ReadonlyArray<AttemptMade & { atMs?: number }>,
   attemptAtMs: number,
 ): Promise<Map<string, AttemptResult>> {
   if (attempts.length === 0) return new Map();
-  const attemptAt = new Date(attemptAtMs);
+  const atOf = (a: { atMs?: number }) => a.atMs ?? attemptAtMs;
   return inTransaction(db, async (trx) => {
     const inserted: DeliveryRow[] = await trx('event_deliveries')
       .insert(
         attempts.map((a) => {
-          const retry = a.error !== null && a.attempted ? nextRetryAtMs(a.attemptNo, attemptAtMs) : null;
+          const retry = a.error !== null && a.attempted ? nextRetryAtMs(a.attemptNo, atOf(a)) : null;
           return {
             event_id: a.eventId,
             endpoint_id: endpointId,
@@ -119,7 +121,7 @@ export async function recordAttempts(
             mode: a.event.mode,
             status_code: a.statusCode,
             error: a.error,
-            delivered_at: a.attempted ? attemptAt : null,
+            delivered_at: a.attempted ? new Date(atOf(a)) : null,
             next_retry_at: retry === null ? null : new Date(retry),
           };
         }),
@@ -127,17 +129,22 @@ export async function recordAttempts(
       .onConflict(['event_id', 'endpoint_id', 'generation', 'attempt_no'])
       .ignore()
       .returning('*');
-    const made = inserted.filter((r) => r.delivered_at !== null);
-    if (made.some((r) => r.error === null)) {
+    const made = inserted.filter((r) => r.delivered_at !== null).map((r) => ({ r, at: ms(r.delivered_at)! }));
+    const successes = made.filter(({ r }) => r.error === null).map(({ at }) => at);
+    const lastSuccess = successes.length > 0 ? Math.max(...successes) : null;
+    const laterFailures = made.filter(({ r, at }) => r.error !== null && (lastSuccess === null || at > lastSuccess));
+    if (lastSuccess !== null) {
       await trx.raw(
         `UPDATE webhook_endpoints SET failing_since = NULL, last_success_at = GREATEST(last_success_at, ?) WHERE id = ?`,
-        [attemptAt, endpointId],
+        [new Date(lastSuccess), endpointId],
       );
-    } else if (made.length > 0) {
+    }
+    if (laterFailures.length > 0) {
+      const firstFailure = new Date(Math.min(...laterFailures.map(({ at }) => at)));
       await trx.raw(
         `UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, ?)
           WHERE id = ? AND status = 'enabled' AND (last_success_at IS NULL OR last_success_at < ?)`,
-        [attemptAt, endpointId, attemptAt],
+        [firstFailure, endpointId, firstFailure],
       );
     }
     const rows = inserted.length === attempts.length ? inserted : await rowsOf(trx, endpointId, attempts);

@@ -87,11 +87,12 @@ export async function claimDue(
 ): Promise<ClaimedRow[]> {
   const { rows } = await db.raw(
     `WITH held AS (
-       SELECT event_id, generation FROM webhook_queue
+       SELECT ctid FROM webhook_queue
         WHERE claim = ? AND endpoint_id = ? AND status = 'pending'
         LIMIT ?
+        FOR UPDATE
      ), due AS (
-       SELECT event_id, generation FROM webhook_queue
+       SELECT ctid FROM webhook_queue
         WHERE endpoint_id = ? AND status = 'pending' AND next_attempt_at <= ?
         ORDER BY next_attempt_at
         LIMIT ?
@@ -99,10 +100,10 @@ export async function claimDue(
      ), picked AS (
        SELECT * FROM held UNION SELECT * FROM due LIMIT ?
      ), claimed AS (
+       -- By the locked rows' tuple ids: a join on the key lets a stale row estimate (the queue
+       -- grows fast) plan a walk over every pending row of the endpoint.
        UPDATE webhook_queue q SET claim = ?, next_attempt_at = ?, updated_at = now()
-         FROM picked
-        WHERE q.event_id = picked.event_id AND q.endpoint_id = ? AND q.generation = picked.generation
-          AND q.status = 'pending'
+        WHERE q.ctid = ANY (ARRAY(SELECT ctid FROM picked)) AND q.endpoint_id = ? AND q.status = 'pending'
        RETURNING q.event_id, q.generation, q.attempt_no
      )
      SELECT c.event_id AS claimed_event_id, c.generation AS claimed_generation, c.attempt_no AS claimed_attempt_no,
