@@ -106,7 +106,9 @@ export async function claimDue(
         WHERE q.ctid = ANY (ARRAY(SELECT ctid FROM picked)) AND q.endpoint_id = ? AND q.status = 'pending'
        RETURNING q.event_id, q.generation, q.attempt_no
      )
-     SELECT c.event_id AS claimed_event_id, c.generation AS claimed_generation, c.attempt_no AS claimed_attempt_no,
+     -- No wait for the WAL flush: a claim lost in a crash only makes its rows due again (their
+     -- attempt is sent again, as after a worker crash), and the recording's commit flushes it.
+     SELECT set_config('synchronous_commit', 'off', true) AS async_commit, c.event_id AS claimed_event_id, c.generation AS claimed_generation, c.attempt_no AS claimed_attempt_no,
             e.id, e.merchant_id, e.mode, e.type, e.data_object, e.created_at
        FROM claimed c LEFT JOIN events e ON e.id = c.event_id`,
     [
@@ -122,13 +124,20 @@ export async function claimDue(
       endpointId,
     ],
   );
-  type Joined = EventRow & { claimed_event_id: string; claimed_generation: string; claimed_attempt_no: number };
-  return (rows as Joined[]).map(({ claimed_event_id, claimed_generation, claimed_attempt_no, ...event }) => ({
-    eventId: claimed_event_id,
-    generation: Number(claimed_generation),
-    attemptNo: claimed_attempt_no,
-    event: event.id === null ? undefined : (event as EventRow),
-  }));
+  type Joined = EventRow & {
+    async_commit: string;
+    claimed_event_id: string;
+    claimed_generation: string;
+    claimed_attempt_no: number;
+  };
+  return (rows as Joined[]).map(
+    ({ async_commit: _, claimed_event_id, claimed_generation, claimed_attempt_no, ...event }) => ({
+      eventId: claimed_event_id,
+      generation: Number(claimed_generation),
+      attemptNo: claimed_attempt_no,
+      event: event.id === null ? undefined : (event as EventRow),
+    }),
+  );
 }
 
 /**
