@@ -18,7 +18,7 @@ import type { WebhookRuntime } from '../src/webhooks/runtime';
 import { DELIVERY_TIMEOUT_MS } from '../src/webhooks/schedule';
 import { deliveryAgent, postWebhook, SendResult } from '../src/webhooks/send';
 import { signatureHeader } from '../src/webhooks/signing';
-import { checkWebhookUrl, CheckedTarget } from '../src/webhooks/url-safety';
+import { checkWebhookUrl, CheckedTarget, UrlCheck } from '../src/webhooks/url-safety';
 import type { QueueNotices } from '../src/webhooks/queue-notices';
 
 /** How long one `deliverDue` keeps taking newly due rows before it reports back to its workflow. */
@@ -81,20 +81,35 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices }: 
     return postWebhook(target, body, headers, { agent, timeoutMs: DELIVERY_TIMEOUT_MS });
   }
 
-  /** What each attempt comes to: refused before sending, or sent (the target checked once for the batch). */
+  /**
+   * What each attempt comes to: refused before sending (the endpoint gone or disabled; an event of
+   * another tenant, a dispatcher bug, is treated as if the endpoint were gone), or sent, the target
+   * checked once for the batch unless `check` already holds that check.
+   */
   async function attempt(
     endpoint: EndpointRow | undefined,
     todo: Array<AttemptKey & { event: EventRow }>,
+    check?: UrlCheck,
   ): Promise<AttemptMade[]> {
-    const refuse = (error: string) => todo.map((a) => ({ ...a, statusCode: null, error, attempted: false }));
-    if (!endpoint) return refuse('endpoint_deleted');
-    if (endpoint.status !== 'enabled') return refuse('endpoint_disabled');
-    const check = await checkWebhookUrl(endpoint.url, webhooks); // DNS may have changed since registration
-    if (!check.ok) return todo.map((a) => ({ ...a, statusCode: null, error: check.issue, attempted: true }));
-    const secrets = signingSecrets(endpoint);
-    return Promise.all(
-      todo.map(async (a) => ({ ...a, ...(await sendOne(check.target, secrets, a.event)), attempted: true })),
+    const refuse = (rows: typeof todo, error: string) =>
+      rows.map((a) => ({ ...a, statusCode: null, error, attempted: false }));
+    if (!endpoint) return refuse(todo, 'endpoint_deleted');
+    const sameTenant = (e: EventRow) => e.merchant_id === endpoint.merchant_id && e.mode === endpoint.mode;
+    const mine = todo.filter((a) => sameTenant(a.event));
+    const others = refuse(
+      todo.filter((a) => !sameTenant(a.event)),
+      'endpoint_deleted',
     );
+    if (endpoint.status !== 'enabled') return [...refuse(mine, 'endpoint_disabled'), ...others];
+    if (mine.length === 0) return others;
+    const target = check ?? (await checkWebhookUrl(endpoint.url, webhooks)); // DNS may have changed since registration
+    if (!target.ok)
+      return [...mine.map((a) => ({ ...a, statusCode: null, error: target.issue, attempted: true })), ...others];
+    const secrets = signingSecrets(endpoint);
+    const sent = await Promise.all(
+      mine.map(async (a) => ({ ...a, ...(await sendOne(target.target, secrets, a.event)), attempted: true })),
+    );
+    return [...sent, ...others];
   }
 
   const loadEndpoint = (endpointId: string) =>
@@ -142,8 +157,8 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices }: 
       let firstClaim = true;
       /** Claimed and not yet recorded. */
       let inFlight = 0;
-      /** Attempts made and waiting to be recorded, with the moment each was claimed at. */
-      const made: Array<{ attempt: AttemptMade; atMs: number }> = [];
+      /** Attempts made and waiting to be recorded, each with the moment it was claimed at. */
+      const made: Array<AttemptMade & { atMs: number }> = [];
       const rounds = new Set<Promise<void>>();
       let recording: Promise<void> | undefined;
       let failure: unknown;
@@ -169,9 +184,8 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices }: 
         while (made.length > 0 && failure === undefined) {
           const todo = made.splice(0);
           const results = await db.transaction(async (trx) => {
-            const attempts = todo.map((t) => ({ ...t.attempt, atMs: t.atMs }));
-            const recorded = await recordAttempts(trx, endpointId, attempts, input.nowMs);
-            const done = attempts.map((m) => ({ key: m as AttemptKey, result: recorded.get(attemptKey(m))! }));
+            const recorded = await recordAttempts(trx, endpointId, todo, input.nowMs);
+            const done = todo.map((m) => ({ key: m as AttemptKey, result: recorded.get(attemptKey(m))! }));
             await advance(trx, endpointId, batch, done);
             return done;
           });
@@ -196,33 +210,12 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices }: 
         const todo = claimed.flatMap((c) => (c.event ? [{ ...c, event: c.event }] : []));
         // A purged event's row goes with it: nothing to send or record.
         inFlight -= claimed.length - todo.length;
-        const sameTenant = (e: EventRow) => e.merchant_id === current.merchant_id && e.mode === current.mode;
-        let attempts: AttemptMade[];
-        if (current.status !== 'enabled') attempts = await attempt(current, todo);
-        else {
-          if (checked?.url !== current.url)
-            checked = { url: current.url, check: await checkWebhookUrl(current.url, webhooks) };
-          const check = checked.check;
-          const secrets = signingSecrets(current);
-          attempts = [
-            ...(await Promise.all(
-              todo
-                .filter((a) => sameTenant(a.event))
-                .map(async (a) =>
-                  check.ok
-                    ? { ...a, ...(await sendOne(check.target, secrets, a.event)), attempted: true }
-                    : { ...a, statusCode: null, error: check.issue, attempted: true },
-                ),
-            )),
-            // Never send another tenant's event (a dispatcher bug): treat the endpoint as gone for it.
-            ...(await attempt(
-              undefined,
-              todo.filter((a) => !sameTenant(a.event)),
-            )),
-          ];
-        }
+        // The address is checked once per URL for the whole activity, not once per claim.
+        if (current.status === 'enabled' && checked?.url !== current.url)
+          checked = { url: current.url, check: await checkWebhookUrl(current.url, webhooks) };
+        const attempts = await attempt(current, todo, checked?.check);
         await webhooks.afterSend?.(attempts.map((m) => m.eventId));
-        made.push(...attempts.map((attempt) => ({ attempt, atMs })));
+        made.push(...attempts.map((a) => ({ ...a, atMs })));
         recordSoon();
       };
 
@@ -326,19 +319,7 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices }: 
           const event = byId.get(d.eventId);
           return event ? [{ ...d, event }] : []; // a purged event is dropped, nothing recorded
         });
-        // Never send another tenant's event (a dispatcher bug): treat the endpoint as gone for it.
-        const sameTenant = (e: EventRow) =>
-          endpoint !== undefined && e.merchant_id === endpoint.merchant_id && e.mode === endpoint.mode;
-        const made = [
-          ...(await attempt(
-            endpoint,
-            todo.filter((a) => sameTenant(a.event)),
-          )),
-          ...(await attempt(
-            undefined,
-            todo.filter((a) => !sameTenant(a.event)),
-          )),
-        ];
+        const made = await attempt(endpoint, todo);
         const fresh = await recordAttempts(db, endpointId, made, attemptAtMs);
         for (const [key, result] of fresh) recorded.set(key, result);
       }
