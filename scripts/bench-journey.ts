@@ -10,7 +10,7 @@ import { createCheckoutKey } from '../src/ops/checkout-keys';
 import { createMerchant } from '../src/ops/merchants';
 import { verify } from '../src/webhooks/verify';
 import { startHttpsReceiver, type ReceivedRequest } from '../test/helpers/https-receiver';
-import { meterCpu } from './bench/cpu';
+import { databaseBackends, meterCpu } from './bench/cpu';
 import { startBenchEnvironment } from './bench/environment';
 import { percentile, table } from './bench/measure';
 import { startTsChild } from './bench/services';
@@ -246,15 +246,11 @@ async function main(): Promise<void> {
     };
 
     log(`Running journeys at ${RATE}/s for ${DURATION_S} s (open loop)...`);
-    const pgPids = async () =>
-      (await db.raw('SELECT pid FROM pg_stat_activity WHERE datname = current_database()')).rows.map(
-        (r: { pid: number }) => r.pid,
-      );
     const cpuMeter = await meterCpu(
       {
         API: async () => [api.pid!],
         worker: async () => [worker.pid!],
-        'Postgres (bench database backends)': pgPids,
+        'Postgres (bench database backends)': () => databaseBackends(db),
         'Temporal dev server': async () => (env.temporalPid ? [env.temporalPid] : []),
       },
       'this script (load and receiver)',

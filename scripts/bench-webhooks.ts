@@ -17,7 +17,7 @@ import { createEndpoint } from '../src/webhooks/endpoints';
 import { webhookRuntime } from '../src/webhooks/runtime';
 import { verify } from '../src/webhooks/verify';
 import { ReceivedRequest, startHttpsReceiver } from '../test/helpers/https-receiver';
-import { meterCpu } from './bench/cpu';
+import { databaseBackends, meterCpu } from './bench/cpu';
 import { connectStack, startBenchEnvironment } from './bench/environment';
 import { percentile, runClosedLoop, table } from './bench/measure';
 import { startTsChild } from './bench/services';
@@ -258,13 +258,9 @@ async function main(): Promise<void> {
     await firstBytes(await produce(main.scope, WARMUP), mainPaths);
     receiver.requests.length = 0;
 
-    const pgPids = async (): Promise<number[]> =>
-      (await apiDb.raw('SELECT pid FROM pg_stat_activity WHERE datname = current_database()')).rows.map(
-        (r: { pid: number }) => r.pid,
-      );
     const stackCpu = {
       worker: async () => [worker.pid!],
-      'Postgres (bench database backends)': pgPids,
+      'Postgres (bench database backends)': () => databaseBackends(apiDb),
       'Temporal dev server': async () => (env.temporalPid ? [env.temporalPid] : []),
     };
     /** Where the CPU went over `wallMs`, as a note: seconds and cores busy per process. */

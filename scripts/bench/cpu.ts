@@ -1,4 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs';
+import type { Db } from '../../src/db/knex';
 
 /** Linux clock ticks per second (`getconf CLK_TCK`), the unit of /proc/<pid>/stat times. */
 const TICKS_PER_SECOND = 100;
@@ -89,4 +90,10 @@ export async function meterCpu(
       return split;
     },
   };
+}
+
+/** The process ids of the Postgres backends serving `db`'s database (its share of the server's CPU). */
+export async function databaseBackends(db: Db): Promise<number[]> {
+  const { rows } = await db.raw('SELECT pid FROM pg_stat_activity WHERE datname = current_database()');
+  return (rows as Array<{ pid: number }>).map((r) => r.pid);
 }
