@@ -20,9 +20,9 @@ import {
   webhookActivityQueue,
 } from '../src/temporal/delivery';
 import { CLAIM_LEASE_MS } from '../src/webhooks/queue';
-import { patches } from './patches';
 import { DISABLE_AFTER_FAILING_MS } from '../src/webhooks/schedule';
 import { endpointIdKey, endpointStatusKey, merchantIdKey, modeKey } from '../src/temporal/search-attributes';
+import { patches } from './patches';
 
 /** Rows one `deliverDue` has in flight at most (it claims more as its own are recorded). */
 const MAX_BATCH = 10;

@@ -152,21 +152,21 @@ const delivered = new WeakMap<Db, { ids: number[]; running: Promise<void> | unde
  * delivers the row again after its lease, and every handoff is harmless repeated.
  */
 function forgetDelivered(db: Db, ids: number[]): void {
-  let pending = delivered.get(db);
-  if (!pending) delivered.set(db, (pending = { ids: [], running: undefined }));
-  pending.ids.push(...ids);
-  const queue = pending;
+  const queue = delivered.get(db) ?? { ids: [], running: undefined };
+  delivered.set(db, queue);
+  queue.ids.push(...ids);
   queue.running ??= (async () => {
     while (queue.ids.length > 0) {
       const batch = queue.ids.splice(0, 1000);
-      try {
-        await db('workflow_handoffs').whereIn('id', batch).del();
-      } catch (err) {
-        log.warn('could not delete delivered handoffs; the relay delivers them again (harmless)', {
-          count: batch.length,
-          error: err instanceof Error ? err.message : String(err),
-        });
-      }
+      await db('workflow_handoffs')
+        .whereIn('id', batch)
+        .del()
+        .catch((err: unknown) =>
+          log.warn('could not delete delivered handoffs; the relay delivers them again (harmless)', {
+            count: batch.length,
+            error: err instanceof Error ? err.message : String(err),
+          }),
+        );
     }
   })().finally(() => (queue.running = undefined));
 }
