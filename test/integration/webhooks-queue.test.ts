@@ -4,6 +4,7 @@ import { run } from '../../src/cli/run';
 import { deliveryWorkflowType, endpointDeliveryWorkflowType } from '../../src/temporal/delivery';
 import { wakeEndpoint } from '../../src/temporal/delivery';
 import { wakeTargets } from '../../src/webhooks/dispatch';
+import { recordAttempts } from '../../src/webhooks/attempts';
 import { enqueue } from '../../src/webhooks/queue';
 import { setEndpointConcurrency } from '../../src/ops/webhook-endpoints';
 import { buildMerchant } from '../helpers/factories';
@@ -393,4 +394,50 @@ it('follows a busy deliverDue (5 or more attempts) with another at once, so the 
   const { busy, next } = busyAndNext(events);
   expect(events.slice(busy, next).filter((e) => e.workflowTaskCompletedEventAttributes)).toHaveLength(1);
   await keepHistory(stack, endpoint.id, 'delivery/busy-endpoint-keeps-watching');
+});
+
+it('moves the 3-day failure clock as if attempts made at different moments were recorded in time order', async () => {
+  // Not dispatched (buildMerchant, not webhookMerchant): only this test records attempts for the endpoint.
+  const m = await buildMerchant(stack.db);
+  const endpoint = await createEndpoint(m.secretKey, receiver.url(path()));
+  const events = await Promise.all([0, 1, 2].map(() => stateChange(m.merchantId, 'checkout.session.completed')));
+  const t0 = stack.clock().getTime();
+  const made = (i: number, attemptNo: number, ok: boolean, atMs: number) => ({
+    eventId: events[i].id,
+    generation: 0,
+    attemptNo,
+    event: { merchant_id: m.merchantId, mode: 'test' as const },
+    statusCode: ok ? 200 : 500,
+    error: ok ? null : 'http_500',
+    attempted: true,
+    atMs,
+  });
+  const clock = () =>
+    stack.db('webhook_endpoints').where({ id: endpoint.id }).first('failing_since', 'last_success_at');
+
+  // One batch, out of order: a success, then failures after it; the clock starts at the first of those.
+  await recordAttempts(
+    stack.db,
+    endpoint.id,
+    [made(1, 1, false, t0 + 3000), made(0, 1, true, t0 + 1000), made(2, 1, false, t0 + 2000)],
+    t0,
+  );
+  expect(await clock()).toEqual({ failing_since: new Date(t0 + 2000), last_success_at: new Date(t0 + 1000) });
+
+  // A later success stops it, even beside an earlier failure in the same batch.
+  await recordAttempts(stack.db, endpoint.id, [made(2, 2, true, t0 + 5000), made(1, 2, false, t0 + 4000)], t0);
+  expect(await clock()).toEqual({ failing_since: null, last_success_at: new Date(t0 + 5000) });
+
+  // A failure older than the last recorded success does not start it.
+  await recordAttempts(stack.db, endpoint.id, [made(1, 3, false, t0 + 4500)], t0);
+  expect(await clock()).toEqual({ failing_since: null, last_success_at: new Date(t0 + 5000) });
+  const rows = await stack
+    .db('event_deliveries')
+    .where({ endpoint_id: endpoint.id, event_id: events[1].id })
+    .orderBy('attempt_no');
+  expect(rows.map((r) => [r.attempt_no, r.delivered_at.getTime()])).toEqual([
+    [1, t0 + 3000],
+    [2, t0 + 4000],
+    [3, t0 + 4500],
+  ]);
 });
