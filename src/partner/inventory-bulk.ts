@@ -9,11 +9,6 @@ interface InventoryRow {
   priceIqd?: number;
 }
 
-interface Target {
-  variant_id: string;
-  variant_count: number;
-}
-
 /** Validates a row before anything in it is written; a RowResult is a refusal. */
 function readRow(raw: unknown, index: number): InventoryRow | RowResult {
   if (!isObject(raw)) return rejected(null, 'validation_error', 'The row is not an object.');
@@ -37,93 +32,110 @@ function readRow(raw: unknown, index: number): InventoryRow | RowResult {
   return row;
 }
 
-/** The last row per SKU among `rows` (a later row wins), sorted by SKU so that writes lock in one order. */
-function lastPerSku(rows: InventoryRow[]): InventoryRow[] {
-  return [...new Map(rows.map((r) => [r.sku, r])).entries()]
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    .map(([, r]) => r);
-}
-
-/** What one pass read: each SKU's variant and the seller's primary location. */
+/** What one pass read: the SKUs with no variant, the multi-variant SKUs asked to be priced, the primary location. */
 interface Snapshot {
-  targets: Map<string, Target>;
+  missing: Set<string>;
+  multiVariant: Set<string>;
   locationId: string | null;
 }
 
 /**
- * One statement: reads the variants of the SKUs and the primary location, writes `stock` (absolute
- * levels there) and `prices` (list prices of single-variant products; a row with on_hand is priced
- * only when the seller has a location, as its stock was then accepted; the last such row per SKU
- * wins). Rows whose SKU has no variant are skipped by the joins. Statement-level atomic: a failure
- * writes nothing.
+ * Per SKU, sorted (writes lock in one order): the last `on_hand` asked for, and the last
+ * `price_iqd`, from any row (used when the seller has a stock location) or from rows without
+ * `on_hand` (used when not: a row with `on_hand` is then refused, and so is its price).
+ */
+function perSku(rows: InventoryRow[]) {
+  const bySku = new Map<string, { level: number | null; priceAny: number | null; priceAlone: number | null }>();
+  for (const row of rows) {
+    const entry = bySku.get(row.sku) ?? { level: null, priceAny: null, priceAlone: null };
+    if (row.onHand !== undefined) entry.level = row.onHand;
+    if (row.priceIqd !== undefined) {
+      entry.priceAny = row.priceIqd;
+      if (row.onHand === undefined) entry.priceAlone = row.priceIqd;
+    }
+    bySku.set(row.sku, entry);
+  }
+  const skus = [...bySku.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  const entries = skus.map((sku) => bySku.get(sku)!);
+  return {
+    skus,
+    levels: entries.map((e) => e.level),
+    pricesAny: entries.map((e) => e.priceAny),
+    pricesAlone: entries.map((e) => e.priceAlone),
+  };
+}
+
+/**
+ * One statement: reads the variants of the rows' SKUs and the seller's primary location, and, as
+ * `write` says, writes absolute stock levels there and list prices of single-variant products.
+ * SKUs with no variant are skipped by the joins. Statement-level atomic: a failure writes nothing.
  */
 async function applyBatch(
   db: Db,
   sellerId: string,
-  skus: string[],
-  stock: InventoryRow[],
-  prices: InventoryRow[],
+  rows: InventoryRow[],
+  write: { stock: boolean; price: boolean },
 ): Promise<Snapshot> {
-  const { rows } = await db.raw(
+  const { skus, levels, pricesAny, pricesAlone } = perSku(rows);
+  const { rows: result } = await db.raw(
     `WITH loc AS (
        SELECT id FROM stock_locations WHERE seller_id = ? ORDER BY position LIMIT 1
+     ), u AS (
+       SELECT * FROM unnest(?::text[], ?::numeric[], ?::bigint[], ?::bigint[]) AS u(sku, level, price_any, price_alone)
      ), t AS (
-       SELECT DISTINCT ON (v.sku) v.sku, v.id AS variant_id,
-              (SELECT count(*) FROM variants o WHERE o.product_id = v.product_id AND o.seller_id = v.seller_id)::int
-                AS variant_count
-         FROM variants v
-        WHERE v.seller_id = ? AND v.sku = ANY(?::text[])
-        ORDER BY v.sku, v.product_id, v.id
+       SELECT DISTINCT ON (u.sku) u.sku, v.id AS variant_id, u.level,
+              CASE WHEN EXISTS (SELECT 1 FROM loc) THEN u.price_any ELSE u.price_alone END AS price,
+              -- Only asked where a price is: whether the product has another variant.
+              u.price_any IS NOT NULL
+                AND EXISTS (SELECT 1 FROM variants o WHERE o.product_id = v.product_id AND o.id <> v.id) AS multi
+         FROM u JOIN variants v ON v.seller_id = ? AND v.sku = u.sku
+        ORDER BY u.sku, v.product_id, v.id
      ), stock AS (
        INSERT INTO stock_levels (variant_id, location_id, level, updated_at)
-       SELECT t.variant_id, loc.id, u.level, now()
-         FROM unnest(?::text[], ?::numeric[]) AS u(sku, level) JOIN t USING (sku) CROSS JOIN loc
+       SELECT t.variant_id, loc.id, t.level, now()
+         FROM t CROSS JOIN loc
+        WHERE ?::boolean AND t.level IS NOT NULL
         ORDER BY t.variant_id
        ON CONFLICT (variant_id, location_id) DO UPDATE SET level = EXCLUDED.level, updated_at = EXCLUDED.updated_at
      ), price AS (
        -- During a markdown campaign the sale price is recomputed from the new list price.
        UPDATE variants v
-          SET price = p.price,
+          SET price = t.price,
               sale_price = CASE WHEN v.campaign_percent IS NULL THEN v.sale_price
-                                ELSE round(p.price * (100 - v.campaign_percent)::numeric / 100) END,
+                                ELSE round(t.price * (100 - v.campaign_percent)::numeric / 100) END,
               updated_at = now()
-         FROM (SELECT DISTINCT ON (u.sku) t.variant_id, u.price
-                 FROM unnest(?::text[], ?::bigint[], ?::boolean[]) WITH ORDINALITY
-                        AS u(sku, price, with_stock, n)
-                 JOIN t USING (sku)
-                WHERE t.variant_count = 1 AND (NOT u.with_stock OR EXISTS (SELECT 1 FROM loc))
-                ORDER BY u.sku, u.n DESC) p
-        WHERE v.id = p.variant_id AND v.seller_id = ?
+         FROM t
+        WHERE ?::boolean AND v.id = t.variant_id AND v.seller_id = ? AND t.price IS NOT NULL AND NOT t.multi
      )
-     SELECT t.sku, t.variant_id, t.variant_count, (SELECT id FROM loc) AS location_id FROM t`,
+     SELECT (SELECT id FROM loc) AS location_id,
+            ARRAY(SELECT u.sku FROM u WHERE NOT EXISTS (SELECT 1 FROM t WHERE t.sku = u.sku)) AS missing,
+            ARRAY(SELECT t.sku FROM t WHERE t.multi) AS multi`,
     [
       sellerId,
-      sellerId,
       skus,
-      stock.map((r) => r.sku),
-      stock.map((r) => r.onHand!),
-      prices.map((r) => r.sku),
-      prices.map((r) => r.priceIqd!),
-      prices.map((r) => r.onHand !== undefined),
+      // Nulls (nothing asked for that SKU) pass as SQL NULLs; knex's types allow no null in arrays.
+      levels as number[],
+      pricesAny as number[],
+      pricesAlone as number[],
+      sellerId,
+      write.stock,
+      write.price,
       sellerId,
     ],
   );
-  return {
-    targets: new Map(rows.map((t: Target & { sku: string }) => [t.sku, t])),
-    locationId: rows[0]?.location_id ?? null,
-  };
+  const [{ location_id, missing, multi }] = result;
+  return { missing: new Set(missing), multiVariant: new Set(multi), locationId: location_id };
 }
 
 /** The rows' results from what was read, and which writes failed. */
 function rowResults(
   rows: InventoryRow[],
   results: RowResult[],
-  { targets, locationId }: Snapshot,
+  { missing, multiVariant, locationId }: Snapshot,
   failed: { stock: boolean; price: boolean },
 ): void {
   for (const row of rows) {
-    const target = targets.get(row.sku);
-    if (!target) {
+    if (missing.has(row.sku)) {
       results[row.index] = rejected(row.sku, 'product_not_found', `No product has SKU ${row.sku}.`);
     } else if (row.onHand !== undefined && !locationId) {
       results[row.index] = rejected(
@@ -133,7 +145,7 @@ function rowResults(
       );
     } else if (row.onHand !== undefined && failed.stock) {
       results[row.index] = rejected(row.sku, 'internal_error', 'Stock could not be written; retry the row.');
-    } else if (row.priceIqd !== undefined && target.variant_count > 1) {
+    } else if (row.priceIqd !== undefined && multiVariant.has(row.sku)) {
       results[row.index] = rejected(
         row.sku,
         'product_has_multiple_variants',
@@ -168,9 +180,6 @@ export async function bulkUpdateInventory(db: Db, sellerId: string, items: unkno
   });
   if (rows.length === 0) return results;
 
-  const skus = [...new Set(rows.map((r) => r.sku))];
-  const stock = lastPerSku(rows.filter((r) => r.onHand !== undefined));
-  const priced = rows.filter((r) => r.priceIqd !== undefined);
   const failed = { stock: false, price: false };
   const logFailure = (what: string, err: unknown) =>
     log.error(`inventory ${what} write failed`, {
@@ -179,23 +188,24 @@ export async function bulkUpdateInventory(db: Db, sellerId: string, items: unkno
     });
   let snapshot: Snapshot;
   try {
-    snapshot = await applyBatch(db, sellerId, skus, stock, priced);
+    snapshot = await applyBatch(db, sellerId, rows, { stock: true, price: true });
   } catch (err) {
     logFailure('batch', err);
-    snapshot = await applyBatch(db, sellerId, skus, [], []);
-    if (stock.length > 0) {
+    snapshot = await applyBatch(db, sellerId, rows, { stock: false, price: false });
+    const stocked = rows.filter((r) => r.onHand !== undefined);
+    if (stocked.length > 0) {
       try {
-        await applyBatch(db, sellerId, [...new Set(stock.map((r) => r.sku))], stock, []);
+        await applyBatch(db, sellerId, stocked, { stock: true, price: false });
       } catch (stockErr) {
         logFailure('stock', stockErr);
         failed.stock = true;
       }
     }
     // Rows whose stock failed are not priced.
-    const pricable = failed.stock ? priced.filter((r) => r.onHand === undefined) : priced;
+    const pricable = rows.filter((r) => r.priceIqd !== undefined && !(failed.stock && r.onHand !== undefined));
     if (pricable.length > 0) {
       try {
-        await applyBatch(db, sellerId, [...new Set(pricable.map((r) => r.sku))], [], pricable);
+        await applyBatch(db, sellerId, pricable, { stock: false, price: true });
       } catch (priceErr) {
         logFailure('price', priceErr);
         failed.price = true;
