@@ -8,6 +8,17 @@ describe('canonicalJson', () => {
     expect(canonicalJson({ a: [1, 2] })).not.toBe(canonicalJson({ a: [2, 1] }));
     expect(canonicalJson(null)).toBe('null');
   });
+
+  it('gives the same text whether or not the keys already come sorted (hashes stored before the fast path still match)', () => {
+    // Sorted keys, no undefined: serialised as they are.
+    expect(canonicalJson({ a: 1, b: [{ c: null, d: 'x' }] })).toBe('{"a":1,"b":[{"c":null,"d":"x"}]}');
+    // Unsorted at any depth, undefined values, and integer-like keys (which objects keep in numeric order).
+    expect(canonicalJson({ a: [{ z: 1, y: 2 }] })).toBe('{"a":[{"y":2,"z":1}]}');
+    expect(canonicalJson({ a: 1, b: undefined, c: [undefined] })).toBe('{"a":1,"c":[null]}');
+    expect(canonicalJson({ 10: 'ten', 9: 'nine', a: 'a' })).toBe('{"10":"ten","9":"nine","a":"a"}');
+    // Not a plain object: taken apart as an object, as always.
+    expect(canonicalJson({ at: new Date(0) })).toBe('{"at":{}}');
+  });
 });
 
 describe('constantTimeEqual', () => {
