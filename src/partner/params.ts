@@ -70,14 +70,18 @@ export const readOrderListQuery = (query: ParsedUrlQuery) => parse(orderListQuer
 export const encodeProductsCursor = (lastProductId: string) => encodeCursor('products', [lastProductId]);
 export const encodeOrdersCursor = (last: OrdersKey) => encodeCursor('orders', [last.placedAt.toISOString(), last.id]);
 
+const bulkItemsSchemas = new Map<number, ReturnType<typeof bulkBody<z.ZodUnknown>>>();
+
 /**
  * The bulk routes' only top-level check: `items` is an array of 1 to `max` rows (missing, not an
  * array or empty is issue `missing`; over the cap is `too_many`). Everything else is per row.
  */
 export function readBulkItems(body: unknown, max: number): unknown[] {
   const b = isObject(body) ? body : {};
+  let schema = bulkItemsSchemas.get(max);
   // Rows are read one by one by the route's service (a bad row is a rejected result), so any row passes here.
-  return parse(bulkBody(z.unknown(), max), b, ([detail]) =>
+  if (!schema) bulkItemsSchemas.set(max, (schema = bulkBody(z.unknown(), max)));
+  return parse(schema, b, ([detail]) =>
     detail.issue === 'too_many'
       ? `items holds ${(b.items as unknown[]).length} rows; the limit is ${max}.`
       : `items must be an array of 1 to ${max} rows.`,
