@@ -54,14 +54,11 @@ async function runAndRender(ctx: Context, next: () => Promise<unknown>, render: 
 }
 
 async function store(db: Db, scope: string, key: string, ctx: Context, now: Date): Promise<void> {
-  await db('idempotency_records')
-    .where({ scope, key })
-    .update({
-      state: 'done',
-      response_status: ctx.status,
-      response_body: JSON.stringify(ctx.body ?? null),
-      completed_at: now,
-    });
+  await db.raw(
+    `UPDATE idempotency_records SET state = 'done', response_status = ?, response_body = ?, completed_at = ?
+      WHERE scope = ? AND key = ?`,
+    [ctx.status, JSON.stringify(ctx.body ?? null), now, scope, key],
+  );
 }
 
 /**
