@@ -3,6 +3,7 @@ import type { Db } from '../db/knex';
 import type { Clock } from '../lib/clock';
 import { canonicalJson, sha256Hex } from '../lib/hash';
 import { ApiError } from './errors';
+import { COUNT_HIT, COUNT_HIT_CONFLICT, rateLimitedError, rateLimitHeaders, windowOf, WindowLimit } from './rate-limit';
 
 /** How long a first outcome is kept against its key. */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
@@ -61,12 +62,27 @@ async function store(db: Db, scope: string, key: string, ctx: Context, now: Date
   );
 }
 
+/** A rate limit counted by the statement that claims the key: a replay is answered before it and not counted. */
+export interface CountedLimit {
+  policy: string;
+  limit: WindowLimit;
+  bucket: (ctx: Context) => string;
+}
+
 /**
  * Partner semantics: the first outcome is stored 24 h per API key; a second request with the key
  * while the first runs is `409 idempotency_key_in_progress`; another body or route is
  * `409 idempotency_key_conflict`; a refusal (4xx) stores nothing, a 500 is stored and replayed.
+ * With `counted`, the claim counts the request against that limit in the same statement (one
+ * round trip fewer); over it, the request is refused as `rateLimit` would, and the claim dropped.
  */
-export function partnerIdempotency(db: Db, clock: Clock, route: string, render: ErrorRenderer): Middleware {
+export function partnerIdempotency(
+  db: Db,
+  clock: Clock,
+  route: string,
+  render: ErrorRenderer,
+  counted?: CountedLimit,
+): Middleware {
   return async (ctx, next) => {
     const key = ctx.get('idempotency-key');
     if (key === '')
@@ -80,13 +96,23 @@ export function partnerIdempotency(db: Db, clock: Clock, route: string, render: 
     const hash = bodyHash(ctx);
     const now = clock();
 
+    const window = counted && windowOf(counted.limit, now);
+    let hits: number | null = null;
     for (;;) {
       const claimed = await db.raw(
-        `INSERT INTO idempotency_records (scope, key, route, body_hash, state, created_at)
-         SELECT ?, ?, ?, ?, 'in_progress', ? FROM ${ASYNC_COMMIT} ON CONFLICT (scope, key) DO NOTHING RETURNING 1`,
-        [scope, key, route, hash, now],
+        `WITH claim AS (
+           INSERT INTO idempotency_records (scope, key, route, body_hash, state, created_at)
+           SELECT ?, ?, ?, ?, 'in_progress', ? FROM ${ASYNC_COMMIT} ON CONFLICT (scope, key) DO NOTHING RETURNING 1
+         ), hit AS (
+           ${COUNT_HIT} SELECT ?, ?, 1 FROM claim WHERE ?::boolean ${COUNT_HIT_CONFLICT}
+         )
+         SELECT (SELECT count FROM hit) AS hits FROM claim`,
+        [scope, key, route, hash, now, counted?.bucket(ctx) ?? '', window?.start ?? now, window !== undefined],
       );
-      if (claimed.rows.length > 0) break;
+      if (claimed.rows.length > 0) {
+        hits = claimed.rows[0].hits;
+        break;
+      }
       const row: RecordRow | undefined = await db('idempotency_records').where({ scope, key }).first();
       if (!row) continue; // purged between the two statements
       const age = now.getTime() - row.created_at.getTime();
@@ -124,7 +150,18 @@ export function partnerIdempotency(db: Db, clock: Clock, route: string, render: 
       return replay(ctx, row);
     }
 
-    await runAndRender(ctx, next, render);
+    await runAndRender(
+      ctx,
+      () => {
+        if (counted && window) {
+          const hit = window.result(hits!);
+          ctx.set(rateLimitHeaders(counted.policy, counted.limit, hit));
+          if (!hit.allowed) throw rateLimitedError(hit, counted.limit);
+        }
+        return next();
+      },
+      render,
+    );
     if (ctx.status >= 400 && ctx.status < 500) {
       await db('idempotency_records').where({ scope, key, state: 'in_progress' }).delete();
     } else {

@@ -1,4 +1,4 @@
-import type { Middleware } from 'koa';
+import type { Context, Middleware } from 'koa';
 import type { Db } from '../db/knex';
 import type { Clock } from '../lib/clock';
 import type { PartnerScope } from '../keys/scopes';
@@ -28,12 +28,17 @@ export interface PartnerRouteOptions {
  */
 export function partnerChain(deps: PartnerChainDeps, opts: PartnerRouteOptions): Middleware[] {
   const chain: Middleware[] = [partnerAuth(deps.db, deps.environment, opts.scope)];
-  if (opts.idempotent) chain.push(partnerIdempotency(deps.db, deps.clock, opts.idempotent, renderPartnerError));
-  if (opts.rateLimited) {
-    const route = opts.rateLimited;
-    chain.push(
-      rateLimit(deps.db, deps.clock, route, deps.bulkLimit, (ctx) => `partner:${ctx.state.partner.keyId}:${route}`),
-    );
+  const policy = opts.rateLimited;
+  const counted = policy && {
+    policy,
+    limit: deps.bulkLimit,
+    bucket: (ctx: Context) => `partner:${ctx.state.partner.keyId}:${policy}`,
+  };
+  // An idempotent route counts the limit in the statement that claims the key (after any replay).
+  if (opts.idempotent) {
+    chain.push(partnerIdempotency(deps.db, deps.clock, opts.idempotent, renderPartnerError, counted || undefined));
+  } else if (counted) {
+    chain.push(rateLimit(deps.db, deps.clock, counted.policy, counted.limit, counted.bucket));
   }
   return chain;
 }
