@@ -13,6 +13,7 @@ import * as unloggedRateLimits from './20261124130000_unlogged_rate_limits';
 import * as workflowHandoffs from './20261124140000_workflow_handoffs';
 import * as fastForward from './20261124150000_fast_forward';
 import * as idempotencyJson from './20261124160000_idempotency_json';
+import * as variantCounts from './20261124170000_variant_counts';
 
 type Migration = { up(knex: Knex): Promise<void>; down?(knex: Knex): Promise<void> };
 
@@ -32,6 +33,7 @@ const migrations: Array<[string, Migration]> = [
   ['20261124140000_workflow_handoffs', workflowHandoffs],
   ['20261124150000_fast_forward', fastForward],
   ['20261124160000_idempotency_json', idempotencyJson],
+  ['20261124170000_variant_counts', variantCounts],
 ];
 
 /** A knex migration source over the static list, so migrations run the same under tsx, jest and node. */

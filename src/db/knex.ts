@@ -27,3 +27,18 @@ export async function migrateLatest(db: Db): Promise<string[]> {
 export function inTransaction<T>(db: Db, work: (trx: Db) => Promise<T>): Promise<T> {
   return db.isTransaction ? work(db) : db.transaction(work);
 }
+
+/**
+ * Runs `text` (placeholders `$1`…) as the named prepared statement `name` on a pooled connection,
+ * which then parses and plans it once instead of on every call; returns its rows. For large
+ * statements on hot paths; not inside a transaction (it takes a connection of its own).
+ */
+export async function preparedQuery<Row>(db: Db, name: string, text: string, values: unknown[]): Promise<Row[]> {
+  if (db.isTransaction) throw new Error('preparedQuery runs outside transactions');
+  const connection = await db.client.acquireConnection();
+  try {
+    return (await connection.query({ name, text, values })).rows;
+  } finally {
+    await db.client.releaseConnection(connection);
+  }
+}

@@ -1,4 +1,4 @@
-import type { Db } from '../db/knex';
+import { Db, preparedQuery } from '../db/knex';
 import { log } from '../lib/log';
 import { accepted, isObject, isWholeNumber, rejected, rowSku, RowResult, SKU_REQUIRED } from './rows';
 
@@ -77,24 +77,28 @@ async function applyBatch(
   write: { stock: boolean; price: boolean },
 ): Promise<Snapshot> {
   const { skus, levels, pricesAny, pricesAlone } = perSku(rows);
-  const { rows: result } = await db.raw(
+  const [{ location_id, missing, multi }] = await preparedQuery<{
+    location_id: string | null;
+    missing: string[];
+    multi: string[];
+  }>(
+    db,
+    'partner_inventory_bulk',
     `WITH loc AS (
-       SELECT id FROM stock_locations WHERE seller_id = ? ORDER BY position LIMIT 1
+       SELECT id FROM stock_locations WHERE seller_id = $1 ORDER BY position LIMIT 1
      ), u AS (
-       SELECT * FROM unnest(?::text[], ?::numeric[], ?::bigint[], ?::bigint[]) AS u(sku, level, price_any, price_alone)
+       SELECT * FROM unnest($2::text[], $3::numeric[], $4::bigint[], $5::bigint[]) AS u(sku, level, price_any, price_alone)
      ), t AS (
        SELECT DISTINCT ON (u.sku) u.sku, v.id AS variant_id, u.level,
               CASE WHEN EXISTS (SELECT 1 FROM loc) THEN u.price_any ELSE u.price_alone END AS price,
-              -- Only asked where a price is: whether the product has another variant.
-              u.price_any IS NOT NULL
-                AND EXISTS (SELECT 1 FROM variants o WHERE o.product_id = v.product_id AND o.id <> v.id) AS multi
-         FROM u JOIN variants v ON v.seller_id = ? AND v.sku = u.sku
+              u.price_any IS NOT NULL AND v.variant_count > 1 AS multi
+         FROM u JOIN variants v ON v.seller_id = $1 AND v.sku = u.sku
         ORDER BY u.sku, v.product_id, v.id
      ), stock AS (
        INSERT INTO stock_levels (variant_id, location_id, level, updated_at)
        SELECT t.variant_id, loc.id, t.level, now()
          FROM t CROSS JOIN loc
-        WHERE ?::boolean AND t.level IS NOT NULL
+        WHERE $6::boolean AND t.level IS NOT NULL
         ORDER BY t.variant_id
        ON CONFLICT (variant_id, location_id) DO UPDATE SET level = EXCLUDED.level, updated_at = EXCLUDED.updated_at
      ), price AS (
@@ -105,25 +109,13 @@ async function applyBatch(
                                 ELSE round(t.price * (100 - v.campaign_percent)::numeric / 100) END,
               updated_at = now()
          FROM t
-        WHERE ?::boolean AND v.id = t.variant_id AND v.seller_id = ? AND t.price IS NOT NULL AND NOT t.multi
+        WHERE $7::boolean AND v.id = t.variant_id AND v.seller_id = $1 AND t.price IS NOT NULL AND NOT t.multi
      )
      SELECT (SELECT id FROM loc) AS location_id,
             ARRAY(SELECT u.sku FROM u WHERE NOT EXISTS (SELECT 1 FROM t WHERE t.sku = u.sku)) AS missing,
             ARRAY(SELECT t.sku FROM t WHERE t.multi) AS multi`,
-    [
-      sellerId,
-      skus,
-      // Nulls (nothing asked for that SKU) pass as SQL NULLs; knex's types allow no null in arrays.
-      levels as number[],
-      pricesAny as number[],
-      pricesAlone as number[],
-      sellerId,
-      write.stock,
-      write.price,
-      sellerId,
-    ],
+    [sellerId, skus, levels, pricesAny, pricesAlone, write.stock, write.price],
   );
-  const [{ location_id, missing, multi }] = result;
   return { missing: new Set(missing), multiVariant: new Set(multi), locationId: location_id };
 }
 

@@ -36,6 +36,18 @@ afterAll(async () => {
   await stack.stop();
 });
 
+/** Resolves once some statement of this database is waiting for a lock held by another transaction. */
+async function waitForLockWait(): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    const { rows } = await stack.db.raw(
+      `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+    );
+    if (rows.length > 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error('no statement came to wait for a lock');
+}
+
 async function seller(opts: Parameters<typeof buildSeller>[1] = {}) {
   const s = await buildSeller(stack.db, opts);
   return { ...s, api: partnerClient(stack.baseUrl, s.key) };
@@ -158,6 +170,45 @@ describe('PATCH /inventory/bulk: writing', () => {
     expect(await levels(s.seller_id, second)).toEqual({ [s.locations[0].id]: 2 });
     expect((await variant(s.seller_id, sku)).price).toBe(10000);
     expect((await variant(s.seller_id, second)).price).toBe(11000);
+  });
+
+  it('knows a product is multi-variant however its variants came and went: concurrent inserts count each other, a removed one no longer counts', async () => {
+    const s = await seller();
+    const sku = await product(s, { initial_stock: 1 });
+    const { product_id: productId } = await stack
+      .db('variants')
+      .where({ seller_id: s.seller_id, sku })
+      .first('product_id');
+    const extra = [uniqueSku('A'), uniqueSku('B')];
+    // Two transactions add a variant each to the same product at the same time.
+    const insert = (trx: typeof stack.db, extraSku: string) =>
+      trx('variants').insert({
+        id: `var_${extraSku}`,
+        offer_id: `off_${extraSku}`,
+        product_id: productId,
+        seller_id: s.seller_id,
+        sku: extraSku,
+        options: JSON.stringify({ Size: extraSku }),
+        price: 5000,
+      });
+    const first = await stack.db.transaction();
+    const second = await stack.db.transaction();
+    await insert(first, extra[0]);
+    const waiting = insert(second, extra[1]).then(() => undefined); // waits for the first to commit
+    await waitForLockWait();
+    await first.commit();
+    await waiting;
+    await second.commit();
+    const counts = await stack.db('variants').where({ product_id: productId }).pluck('variant_count');
+    expect(counts).toEqual([3, 3, 3]);
+    const refused = await s.api.bulkInventory({ items: [{ external_sku: sku, price_iqd: 1 }] });
+    expect(refused.body.results).toEqual([rejected(sku, 'product_has_multiple_variants')]);
+
+    await stack.db('variants').whereIn('sku', extra).where({ seller_id: s.seller_id }).delete();
+    expect(await stack.db('variants').where({ product_id: productId }).pluck('variant_count')).toEqual([1]);
+    const priced = await s.api.bulkInventory({ items: [{ external_sku: sku, price_iqd: 12345 }] });
+    expect(priced.body.results).toEqual([accepted(sku)]);
+    expect((await variant(s.seller_id, sku)).price).toBe(12345);
   });
 
   it('rejects a row with internal_error when its price write fails after its stock write, which stays written', async () => {
