@@ -7,7 +7,7 @@ import { defaultVariantOptions } from '../ops/products';
 import { productHandle } from '../ops/handles';
 import { accepted, isObject, isWholeNumber, rejected, rowSku, RowResult, SKU_REQUIRED } from './rows';
 
-/** Rows of one bulk request that write at once (each in its own transaction). */
+/** Rows of one bulk request written at once when they go row by row (each in its own transaction). */
 const ROW_CONCURRENCY = 4;
 
 /** Advisory-lock namespace of "creating or updating the seller's product for one SKU". */
@@ -194,6 +194,169 @@ async function upsertRow(ctx: Context, row: UpsertRow): Promise<RowResult> {
   });
 }
 
+/** A row of the batch: its place in the request and what it asked. */
+interface Placed {
+  index: number;
+  row: UpsertRow;
+}
+
+/** The columns of one batch write: products updated, products created, categories set. */
+class BatchWrite {
+  updates = { ids: [] as string[], titles: [] as Array<string | null>, descriptions: [] as Array<string | null> };
+  creates = {
+    productIds: [] as string[],
+    variantIds: [] as string[],
+    offerIds: [] as string[],
+    skus: [] as string[],
+    titles: [] as string[],
+    handles: [] as string[],
+    descriptions: [] as string[],
+    prices: [] as number[],
+    stock: [] as number[],
+  };
+  /** Products whose categories are replaced, and their new (product, category, position) rows. */
+  recategorised: string[] = [];
+  categories = { productIds: [] as string[], categoryIds: [] as string[], positions: [] as number[] };
+
+  update(productId: string, row: UpsertRow): void {
+    this.updates.ids.push(productId);
+    this.updates.titles.push(row.title ?? null);
+    this.updates.descriptions.push(row.description ?? null);
+    if (row.categoryIds !== undefined) this.setCategories(productId, row.categoryIds);
+  }
+
+  create(row: UpsertRow): string {
+    const productId = newId('prod');
+    const c = this.creates;
+    c.productIds.push(productId);
+    c.variantIds.push(newId('var'));
+    c.offerIds.push(newId('off'));
+    c.skus.push(row.sku);
+    c.titles.push(row.title!);
+    c.handles.push(productHandle(row.title!));
+    c.descriptions.push(row.description ?? '');
+    c.prices.push(row.priceIqd!);
+    c.stock.push(row.initialStock ?? 0);
+    this.setCategories(productId, row.categoryIds ?? []);
+    return productId;
+  }
+
+  private setCategories(productId: string, categoryIds: string[]): void {
+    this.recategorised.push(productId);
+    categoryIds.forEach((categoryId, position) => {
+      this.categories.productIds.push(productId);
+      this.categories.categoryIds.push(categoryId);
+      this.categories.positions.push(position);
+    });
+  }
+
+  /**
+   * One statement: the updates (only title, description; a published product back to proposed),
+   * the new products with their Default variant and stock at the primary location, and the
+   * categories of every product given some (rows no longer listed deleted, the listed upserted
+   * with their positions, so the two never touch the same row).
+   */
+  async write(trx: Db, ctx: Context): Promise<void> {
+    const { updates: u, creates: c, categories: k } = this;
+    await trx.raw(
+      `WITH upd AS (
+         UPDATE products p
+            SET title = COALESCE(u.title, p.title), description = COALESCE(u.description, p.description),
+                status = CASE WHEN p.status = 'published' THEN 'proposed' ELSE p.status END, updated_at = now()
+           FROM unnest(?::text[], ?::text[], ?::text[]) AS u(id, title, description)
+          WHERE p.id = u.id AND p.seller_id = ?
+       ), np AS (
+         INSERT INTO products (id, seller_id, title, handle, status, description)
+         SELECT n.id, ?, n.title, n.handle, 'draft', n.description
+           FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) AS n(id, title, handle, description)
+       ), nv AS (
+         INSERT INTO variants (id, offer_id, product_id, seller_id, sku, options, price)
+         SELECT n.variant_id, n.offer_id, n.product_id, ?, n.sku, ?::jsonb, n.price
+           FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::bigint[]) AS n(variant_id, offer_id, product_id, sku, price)
+       ), ns AS (
+         INSERT INTO stock_levels (variant_id, location_id, level)
+         SELECT n.variant_id, ?::text, n.level FROM unnest(?::text[], ?::numeric[]) AS n(variant_id, level)
+          WHERE ?::text IS NOT NULL
+       ), gone AS (
+         DELETE FROM product_categories pc
+          WHERE pc.product_id = ANY(?::text[])
+            AND (pc.product_id, pc.category_id) NOT IN (SELECT * FROM unnest(?::text[], ?::text[]))
+       )
+       INSERT INTO product_categories (product_id, category_id, position)
+       SELECT * FROM unnest(?::text[], ?::text[], ?::int[])
+       ON CONFLICT (product_id, category_id) DO UPDATE SET position = EXCLUDED.position`,
+      [
+        u.ids,
+        u.titles as string[],
+        u.descriptions as string[],
+        ctx.sellerId,
+        ctx.sellerId,
+        c.productIds,
+        c.titles,
+        c.handles,
+        c.descriptions,
+        ctx.sellerId,
+        JSON.stringify(defaultVariantOptions),
+        c.variantIds,
+        c.offerIds,
+        c.productIds,
+        c.skus,
+        c.prices,
+        ctx.primaryLocationId,
+        c.variantIds,
+        c.stock,
+        ctx.primaryLocationId,
+        this.recategorised,
+        k.productIds,
+        k.categoryIds,
+        k.productIds,
+        k.categoryIds,
+        k.positions,
+      ],
+    );
+  }
+}
+
+/**
+ * Rows whose SKUs appear once in the request, in one transaction: every SKU locked (in lock-key
+ * order, so two batches cannot deadlock), looked up under the locks, each row checked as
+ * `upsertRow` would, then all of them written in one statement. Throws (writing nothing) when the
+ * database fails on any row.
+ */
+async function upsertBatch(ctx: Context, placed: Placed[], results: RowResult[]): Promise<void> {
+  const skus = placed.map((p) => p.row.sku);
+  const decided = await ctx.db.transaction(async (trx) => {
+    await trx.raw(
+      `SELECT count(pg_advisory_xact_lock(?, k))
+         FROM (SELECT DISTINCT hashtext(? || '/' || sku) AS k FROM unnest(?::text[]) AS sku ORDER BY 1) AS keys`,
+      [SKU_LOCK_NAMESPACE, ctx.sellerId, skus],
+    );
+    const { rows: found } = await trx.raw(
+      `SELECT DISTINCT ON (v.sku) v.sku, p.id AS product_id, p.catalog_managed
+         FROM variants v JOIN products p ON p.id = v.product_id
+        WHERE v.seller_id = ? AND v.sku = ANY(?::text[]) AND p.seller_id = ?
+        ORDER BY v.sku, p.id`,
+      [ctx.sellerId, skus, ctx.sellerId],
+    );
+    const existing = new Map<string, Existing>(found.map((f: Existing & { sku: string }) => [f.sku, f]));
+    const write = new BatchWrite();
+    const outcome = placed.map(({ index, row }): [number, RowResult] => {
+      const current = existing.get(row.sku);
+      if (current) {
+        const refusal = checkUpdate(ctx, row, current);
+        if (refusal) return [index, refusal];
+        write.update(current.product_id, row);
+        return [index, accepted(row.sku, { product_id: current.product_id })];
+      }
+      const refusal = checkCreate(ctx, row);
+      return [index, refusal ?? accepted(row.sku, { product_id: write.create(row) })];
+    });
+    await write.write(trx, ctx);
+    return outcome;
+  });
+  for (const [index, result] of decided) results[index] = result;
+}
+
 /** Indexes of `rows` grouped by SKU (first occurrence order); refusals are groups of their own. */
 function lanesBySku(rows: Array<UpsertRow | RowResult>): number[][] {
   const lanes = new Map<string, number[]>();
@@ -208,8 +371,10 @@ function lanesBySku(rows: Array<UpsertRow | RowResult>): number[][] {
 
 /**
  * `POST /products/bulk`: creates or updates each row by SKU; every row problem is a rejected row,
- * results in request order. Rows run concurrently, except that rows repeating a SKU run one after
- * another in request order (the first may create, the later ones then update).
+ * results in request order. The rows whose SKU appears once are written together (`upsertBatch`);
+ * should the database fail on any of them, they are redone one transaction per row, so that only
+ * the failing row is `internal_error`. Rows repeating a SKU run one after another in request order
+ * (the first may create, the later ones then update).
  */
 export async function bulkUpsertProducts(db: Db, sellerId: string, items: unknown[]): Promise<RowResult[]> {
   const rows = items.map(readRow);
@@ -226,23 +391,39 @@ export async function bulkUpsertProducts(db: Db, sellerId: string, items: unknow
   };
 
   const results = new Array<RowResult>(rows.length);
-  await mapLimited(lanesBySku(rows), ROW_CONCURRENCY, async (lane) => {
-    for (const i of lane) {
-      const row = rows[i];
-      if (!('sku' in row)) {
-        results[i] = row;
-        continue;
+  const runLanes = (lanes: number[][]) =>
+    mapLimited(lanes, ROW_CONCURRENCY, async (lane) => {
+      for (const i of lane) {
+        const row = rows[i];
+        if (!('sku' in row)) {
+          results[i] = row;
+          continue;
+        }
+        try {
+          results[i] = await upsertRow(ctx, row);
+        } catch (err) {
+          logFailure('bulk upsert row failed', sellerId, err);
+          results[i] = rejected(row.sku, 'internal_error', 'The row could not be written; retry it.');
+        }
       }
-      try {
-        results[i] = await upsertRow(ctx, row);
-      } catch (err) {
-        log.error('bulk upsert row failed', {
-          seller_id: sellerId,
-          error: err instanceof Error ? err.message : String(err),
-        });
-        results[i] = rejected(row.sku, 'internal_error', 'The row could not be written; retry it.');
-      }
-    }
-  });
+    });
+  // A SKU given once goes into the batch; repeated SKUs run row by row, in request order.
+  const lanes = lanesBySku(rows);
+  const single = lanes.filter((lane) => lane.length === 1 && 'sku' in rows[lane[0]]);
+  const placed = single.map(([index]) => ({ index, row: rows[index] as UpsertRow }));
+  const others = lanes.filter((lane) => !(lane.length === 1 && 'sku' in rows[lane[0]]));
+  await Promise.all([
+    runLanes(others),
+    placed.length > 0 &&
+      upsertBatch(ctx, placed, results).catch((err) => {
+        // The batch wrote nothing: row by row, a failing row fails alone.
+        logFailure('bulk upsert batch failed', sellerId, err);
+        return runLanes(single);
+      }),
+  ]);
   return results;
+}
+
+function logFailure(message: string, sellerId: string, err: unknown): void {
+  log.error(message, { seller_id: sellerId, error: err instanceof Error ? err.message : String(err) });
 }
