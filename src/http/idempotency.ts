@@ -1,4 +1,5 @@
 import type { Context, Middleware } from 'koa';
+import type { Knex } from 'knex';
 import type { Db } from '../db/knex';
 import type { Clock } from '../lib/clock';
 import { canonicalJson, sha256Hex } from '../lib/hash';
@@ -66,15 +67,78 @@ async function store(db: Db, scope: string, key: string, ctx: Context, now: Date
 export interface CountedLimit {
   policy: string;
   limit: WindowLimit;
-  bucket: (ctx: Context) => string;
+  /** The bucket of the request made with the key `keyId`. */
+  bucket: (keyId: string) => string;
+}
+
+/** What claiming a Partner Idempotency-Key writes: the record `in_progress`, and the hit when counted. */
+export interface PartnerClaim {
+  scope: string;
+  key: string;
+  route: string;
+  hash: string;
+  now: Date;
+  hit: { bucket: string; windowStart: Date } | null;
+}
+
+/** How a claim came out: whether it took the key, and the window's count when it counted one. */
+export interface ClaimOutcome {
+  claimed: boolean;
+  hits: number | null;
+}
+
+/**
+ * The CTEs `claim` (the record, unless one holds the key already) and `hit` (the request counted
+ * in its window when it claimed and is counted), writing only where the SQL `guard` holds; the
+ * bindings in their order in the text.
+ */
+export function partnerClaimCtes(
+  c: PartnerClaim,
+  guard: { sql: string; bindings: readonly Knex.Value[] } = { sql: 'true', bindings: [] },
+): { sql: string; bindings: Knex.Value[] } {
+  return {
+    sql: `claim AS (
+       INSERT INTO idempotency_records (scope, key, route, body_hash, state, created_at)
+       SELECT ?, ?, ?, ?, 'in_progress', ? FROM ${ASYNC_COMMIT} WHERE ${guard.sql}
+       ON CONFLICT (scope, key) DO NOTHING RETURNING 1
+     ), hit AS (
+       ${COUNT_HIT} SELECT ?, ?, 1 FROM claim WHERE ?::boolean ${COUNT_HIT_CONFLICT}
+     )`,
+    bindings: [
+      c.scope,
+      c.key,
+      c.route,
+      c.hash,
+      c.now,
+      ...guard.bindings,
+      c.hit?.bucket ?? '',
+      c.hit?.windowStart ?? c.now,
+      c.hit !== null,
+    ],
+  };
+}
+
+declare module 'koa' {
+  interface DefaultState {
+    /** The claim the key check already tried in its own statement (Partner write routes). */
+    partnerClaim?: { claim: PartnerClaim; outcome: ClaimOutcome };
+  }
+}
+
+/** The Partner Idempotency-Key middleware, and the claim the key check may try first (one round trip fewer). */
+export interface PartnerIdempotency {
+  middleware: Middleware;
+  /** The claim for this request under the key `keyId`, or null when the header is to be refused. */
+  claimFor(ctx: Context, keyId: string): PartnerClaim | null;
 }
 
 /**
  * Partner semantics: the first outcome is stored 24 h per API key; a second request with the key
  * while the first runs is `409 idempotency_key_in_progress`; another body or route is
  * `409 idempotency_key_conflict`; a refusal (4xx) stores nothing, a 500 is stored and replayed.
- * With `counted`, the claim counts the request against that limit in the same statement (one
- * round trip fewer); over it, the request is refused as `rateLimit` would, and the claim dropped.
+ * With `counted`, the claim counts the request against that limit in the same statement; over it,
+ * the request is refused as `rateLimit` would, and the claim dropped. The key check may have
+ * tried the claim already (`claimFor`, `ctx.state.partnerClaim`); otherwise it is tried here.
  */
 export function partnerIdempotency(
   db: Db,
@@ -82,8 +146,23 @@ export function partnerIdempotency(
   route: string,
   render: ErrorRenderer,
   counted?: CountedLimit,
-): Middleware {
-  return async (ctx, next) => {
+): PartnerIdempotency {
+  const claimFor = (ctx: Context, keyId: string): PartnerClaim | null => {
+    const key = ctx.get('idempotency-key');
+    if (key === '' || key.length > 255) return null;
+    const now = clock();
+    const window = counted && windowOf(counted.limit, now);
+    return {
+      scope: `partner:${keyId}`,
+      key,
+      route,
+      hash: bodyHash(ctx),
+      now,
+      hit: counted && window ? { bucket: counted.bucket(keyId), windowStart: window.start } : null,
+    };
+  };
+
+  const middleware: Middleware = async (ctx, next) => {
     const key = ctx.get('idempotency-key');
     if (key === '')
       throw new ApiError(400, 'idempotency_key_required', 'This route requires an Idempotency-Key header.');
@@ -92,27 +171,18 @@ export function partnerIdempotency(
         { field: 'Idempotency-Key', issue: 'invalid' },
       ]);
     }
-    const scope = `partner:${ctx.state.partner.keyId}`;
-    const hash = bodyHash(ctx);
-    const now = clock();
-
-    const window = counted && windowOf(counted.limit, now);
-    let hits: number | null = null;
+    const tried = ctx.state.partnerClaim;
+    const claim = tried?.claim ?? claimFor(ctx, ctx.state.partner.keyId)!;
+    const { scope, hash, now } = claim;
+    let outcome: ClaimOutcome | undefined = tried?.outcome;
     for (;;) {
-      const claimed = await db.raw(
-        `WITH claim AS (
-           INSERT INTO idempotency_records (scope, key, route, body_hash, state, created_at)
-           SELECT ?, ?, ?, ?, 'in_progress', ? FROM ${ASYNC_COMMIT} ON CONFLICT (scope, key) DO NOTHING RETURNING 1
-         ), hit AS (
-           ${COUNT_HIT} SELECT ?, ?, 1 FROM claim WHERE ?::boolean ${COUNT_HIT_CONFLICT}
-         )
-         SELECT (SELECT count FROM hit) AS hits FROM claim`,
-        [scope, key, route, hash, now, counted?.bucket(ctx) ?? '', window?.start ?? now, window !== undefined],
-      );
-      if (claimed.rows.length > 0) {
-        hits = claimed.rows[0].hits;
-        break;
+      if (!outcome) {
+        const { sql, bindings } = partnerClaimCtes(claim);
+        const { rows } = await db.raw(`WITH ${sql} SELECT (SELECT count FROM hit) AS hits FROM claim`, bindings);
+        outcome = { claimed: rows.length > 0, hits: rows[0]?.hits ?? null };
       }
+      if (outcome.claimed) break;
+      outcome = undefined;
       const row: RecordRow | undefined = await db('idempotency_records').where({ scope, key }).first();
       if (!row) continue; // purged between the two statements
       const age = now.getTime() - row.created_at.getTime();
@@ -153,8 +223,8 @@ export function partnerIdempotency(
     await runAndRender(
       ctx,
       () => {
-        if (counted && window) {
-          const hit = window.result(hits!);
+        if (counted) {
+          const hit = windowOf(counted.limit, now).result(outcome!.hits!);
           ctx.set(rateLimitHeaders(counted.policy, counted.limit, hit));
           if (!hit.allowed) throw rateLimitedError(hit, counted.limit);
         }
@@ -168,6 +238,7 @@ export function partnerIdempotency(
       await store(db, scope, key, ctx, clock());
     }
   };
+  return { middleware, claimFor };
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { Context, Middleware } from 'koa';
+import type { Middleware } from 'koa';
 import type { Db } from '../db/knex';
 import type { Clock } from '../lib/clock';
 import type { PartnerScope } from '../keys/scopes';
@@ -27,18 +27,23 @@ export interface PartnerRouteOptions {
  * route's own body and row checks (the middlewares that follow).
  */
 export function partnerChain(deps: PartnerChainDeps, opts: PartnerRouteOptions): Middleware[] {
-  const chain: Middleware[] = [partnerAuth(deps.db, deps.environment, opts.scope)];
   const policy = opts.rateLimited;
   const counted = policy && {
     policy,
     limit: deps.bulkLimit,
-    bucket: (ctx: Context) => `partner:${ctx.state.partner.keyId}:${policy}`,
+    bucket: (keyId: string) => `partner:${keyId}:${policy}`,
   };
-  // An idempotent route counts the limit in the statement that claims the key (after any replay).
-  if (opts.idempotent) {
-    chain.push(partnerIdempotency(deps.db, deps.clock, opts.idempotent, renderPartnerError, counted || undefined));
-  } else if (counted) {
-    chain.push(rateLimit(deps.db, deps.clock, counted.policy, counted.limit, counted.bucket));
+  // A write route claims its Idempotency-Key (counting the limit, after any replay) in the
+  // statement that reads the key.
+  const idempotency = opts.idempotent
+    ? partnerIdempotency(deps.db, deps.clock, opts.idempotent, renderPartnerError, counted || undefined)
+    : undefined;
+  const chain: Middleware[] = [partnerAuth(deps.db, deps.environment, opts.scope, idempotency?.claimFor)];
+  if (idempotency) chain.push(idempotency.middleware);
+  else if (counted) {
+    chain.push(
+      rateLimit(deps.db, deps.clock, counted.policy, counted.limit, (ctx) => counted.bucket(ctx.state.partner.keyId)),
+    );
   }
   return chain;
 }

@@ -172,6 +172,26 @@ describe('Partner keys', () => {
     expect((await get(seller.key)).status).toBe(200);
   });
 
+  it('claims no Idempotency-Key and counts nothing for a wrong secret, a revoked key or a missing scope (the key is read and the key claimed in one statement)', async () => {
+    const seller = await buildSeller(stack.db, { scopes: ['orders:read'] });
+    const idem = `claim-${Date.now()}`;
+    const wrongSecret = `${seller.key.slice(0, -32)}${'x'.repeat(32)}`;
+    expect((await post('bulk-a', wrongSecret, idem, { items: [] })).status).toBe(401);
+    expect((await post('bulk-a', seller.key, idem, { items: [] })).status).toBe(403);
+    const scope = `partner:${seller.keyId}`;
+    expect(await stack.db('idempotency_records').where({ scope })).toEqual([]);
+    expect(await stack.db('rate_limit_windows').where('bucket', 'like', `${scope}:%`)).toEqual([]);
+    // Once the key holds the scope, the same Idempotency-Key is fresh: it runs, and counts once.
+    await setPartnerKeyScopes(stack.db, seller.keyId, ['catalog:write']);
+    const res = await post('bulk-a', seller.key, idem, { items: [], tag: idem });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('idempotent-replayed')).toBeNull();
+    expect(res.headers.get('ratelimit')).toMatch(/^"bulk-a";r=59;/);
+    await revokePartnerKey(stack.db, seller.keyId);
+    expect((await post('bulk-a', seller.key, `${idem}-2`, { items: [] })).status).toBe(401);
+    expect(await stack.db('idempotency_records').where({ scope }).pluck('key')).toEqual([idem]);
+  });
+
   it('refuses a live key in the sandbox with api_key_wrong_environment before any lookup', async () => {
     const neverIssued = `svc_sk_live_${'q'.repeat(12)}_${'w'.repeat(32)}`;
     const res = await get(neverIssued);
