@@ -1,4 +1,3 @@
-import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -17,6 +16,7 @@ import { defaultVariantOptions } from '../src/ops/products';
 import { createSeller } from '../src/ops/sellers';
 import { encodeProductsCursor } from '../src/partner/params';
 import { BULK_INVENTORY_ROWS, BULK_PRODUCT_ROWS } from '../src/partner/schemas';
+import { benchHttpClient } from './bench/http-client';
 import { percentile, table } from './bench/measure';
 import { startEmbeddedPg, type EmbeddedPg } from './embedded-pg';
 import { freePort, repoRoot } from './processes';
@@ -119,27 +119,14 @@ async function measurePair(a: () => Promise<void>, b: () => Promise<void>): Prom
   return times;
 }
 
-/** One keep-alive connection pool for every measured request (node:http costs the client less than fetch). */
-const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+/** One keep-alive socket for every measured request. */
+const client = benchHttpClient(1);
 
 /** Sends a request and returns its JSON body, which must come with 200. */
-function fetchOk(url: string, init: { method?: string; headers: Record<string, string>; body?: string }): Promise<any> {
-  return new Promise((resolve, reject) => {
-    const headers =
-      init.body === undefined ? init.headers : { ...init.headers, 'content-length': `${Buffer.byteLength(init.body)}` };
-    const req = http.request(url, { method: init.method ?? 'GET', headers, agent }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('error', reject);
-      res.on('end', () => {
-        const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-        if (res.statusCode === 200) resolve(body);
-        else reject(new Error(`${init.method ?? 'GET'} ${url} answered ${res.statusCode}: ${JSON.stringify(body)}`));
-      });
-    });
-    req.on('error', reject);
-    req.end(init.body);
-  });
+async function fetchOk(url: string, init: { method?: string; headers: Record<string, string>; body?: string }) {
+  const { status, text } = await client.request(url, init);
+  if (status !== 200) throw new Error(`${init.method ?? 'GET'} ${url} answered ${status}: ${text}`);
+  return JSON.parse(text);
 }
 
 /** The bulk route: one 500-row PATCH per call, each under a new Idempotency-Key. */
@@ -403,7 +390,7 @@ async function main(): Promise<void> {
     );
     if (STRICT && !allPass) process.exitCode = 1;
   } finally {
-    agent.destroy();
+    client.close();
     await close();
     await pg.end().catch(() => undefined);
     await db.destroy();

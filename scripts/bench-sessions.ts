@@ -10,7 +10,9 @@ import { setLogLevel } from '../src/lib/log';
 import { createCheckoutKey } from '../src/ops/checkout-keys';
 import { createMerchant } from '../src/ops/merchants';
 import { createWorker } from '../src/worker/create-worker';
+import { type CpuGroups, databaseBackends, meterCpu } from './bench/cpu';
 import { connectStack, startBenchEnvironment } from './bench/environment';
+import { benchHttpClient } from './bench/http-client';
 import { Batch, combine, percentile, perSecond, runClosedLoop, table } from './bench/measure';
 
 /**
@@ -117,8 +119,10 @@ async function main(): Promise<void> {
       scopes: [...checkoutScopes],
     });
 
+    const client = benchHttpClient(CONCURRENCY);
+    env.onClose(async () => client.close());
     const createSession = async () => {
-      const res = await fetch(`${baseUrl}/v1/checkout/sessions`, {
+      const { status, text } = await client.request(`${baseUrl}/v1/checkout/sessions`, {
         method: 'POST',
         headers: {
           authorization: `Bearer ${key}`,
@@ -127,8 +131,7 @@ async function main(): Promise<void> {
         },
         body: sessionBody(),
       });
-      const text = await res.text();
-      if (res.status !== 201) throw new Error(`POST /v1/checkout/sessions answered ${res.status}: ${text}`);
+      if (status !== 201) throw new Error(`POST /v1/checkout/sessions answered ${status}: ${text}`);
     };
     const startNoop = async () => {
       await temporal.workflow.start('benchNoopWorkflow', {
@@ -144,9 +147,21 @@ async function main(): Promise<void> {
     log(`Measuring ${ROUNDS} alternating rounds of ${PER_ROUND} each at concurrency ${CONCURRENCY}...`);
     const floorBatches: Batch[] = [];
     const sessionBatches: Batch[] = [];
+    // CPU seconds per process group in each phase, to show where a create costs more than a start.
+    const cpuGroups: CpuGroups = {
+      'Temporal dev server': async () => (env.temporalPid ? [env.temporalPid] : []),
+      'Postgres (bench database backends)': () => databaseBackends(appDb),
+    };
+    const cpu = { floor: new Map<string, number>(), sessions: new Map<string, number>() };
+    const metered = async (into: Map<string, number>, run: () => Promise<Batch>): Promise<Batch> => {
+      const meter = await meterCpu(cpuGroups, 'this process (API, worker, client)');
+      const batch = await run();
+      for (const [name, seconds] of await meter.stop()) into.set(name, (into.get(name) ?? 0) + seconds);
+      return batch;
+    };
     for (let round = 0; round < ROUNDS; round++) {
-      floorBatches.push(await runClosedLoop(PER_ROUND, CONCURRENCY, startNoop));
-      sessionBatches.push(await runClosedLoop(PER_ROUND, CONCURRENCY, createSession));
+      floorBatches.push(await metered(cpu.floor, () => runClosedLoop(PER_ROUND, CONCURRENCY, startNoop)));
+      sessionBatches.push(await metered(cpu.sessions, () => runClosedLoop(PER_ROUND, CONCURRENCY, createSession)));
       log(
         `  round ${round + 1}: floor ${rate(perSecond(floorBatches[round]))}, sessions ${rate(perSecond(sessionBatches[round]))}`,
       );
@@ -185,6 +200,20 @@ async function main(): Promise<void> {
           '-',
           '-',
         ],
+      ]),
+    );
+    const perOp = (seconds: number | undefined, count: number) => `${(((seconds ?? 0) * 1000) / count).toFixed(1)} ms`;
+    const total = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
+    log('\nCPU per operation (user + system):');
+    log(
+      table([
+        ['process', 'per create', 'per floor start'],
+        ...[...cpu.sessions.keys()].map((name) => [
+          name,
+          perOp(cpu.sessions.get(name), sessions.count),
+          perOp(cpu.floor.get(name), floor.count),
+        ]),
+        ['all', perOp(total(cpu.sessions), sessions.count), perOp(total(cpu.floor), floor.count)],
       ]),
     );
     const version = (await appDb.raw('SHOW server_version')).rows[0].server_version;
