@@ -1,5 +1,6 @@
 import { bulkUpsertProducts } from '../../src/partner/bulk-upsert';
 import { BULK_PRODUCT_ROWS } from '../../src/partner/schemas';
+import { log } from '../../src/lib/log';
 import { buildSeller } from '../helpers/factories';
 import { call } from '../helpers/http';
 import { idemKey, ops, partnerClient, seedProducts, uniqueSku, catalogProduct } from '../helpers/partner';
@@ -245,6 +246,7 @@ describe('POST /products/bulk: creating', () => {
   it('reports a row the database fails on as internal_error, and still runs the other rows', async () => {
     const s = await seller();
     const [bad, good] = [uniqueSku(), uniqueSku()];
+    const errors = jest.spyOn(log, 'error');
     const res = await s.api.bulkProducts({
       items: [
         { external_sku: bad, title: FAILING_TITLE, price_iqd: 1 },
@@ -257,6 +259,12 @@ describe('POST /products/bulk: creating', () => {
       { external_sku: good, status: 'accepted', product_id: expect.any(String) },
     ]);
     expect(await product(s.seller_id, bad)).toBeUndefined();
+    // The batch wrote nothing and the rows were redone one by one, the bad one failing alone.
+    expect(errors.mock.calls.map(([message]) => message)).toEqual([
+      'bulk upsert batch failed',
+      'bulk upsert row failed',
+    ]);
+    errors.mockRestore();
   });
 
   it('never publishes a product', async () => {
@@ -440,6 +448,7 @@ describe('POST /products/bulk: updating', () => {
 describe('POST /products/bulk: batches', () => {
   it('answers a 50-row batch of mixed good and bad rows row by row, in request order', async () => {
     const s = await seller();
+    const errors = jest.spyOn(log, 'error');
     const locked = uniqueSku('LOCKED');
     await catalogProduct(stack.db, s.seller_id, locked, 'Cat', '1');
     const existing = uniqueSku('EXISTING');
@@ -509,6 +518,9 @@ describe('POST /products/bulk: batches', () => {
     expect(res.status).toBe(200);
     expect(res.body.results).toEqual(expected);
     expect((await product(s.seller_id, existing)).title).toBe('U1');
+    // The rows with a SKU of their own went together: nothing failed and nothing was redone.
+    expect(errors).not.toHaveBeenCalled();
+    errors.mockRestore();
   });
 
   it('answers 200 with results even when every row is rejected', async () => {
