@@ -1,6 +1,8 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import { cpus } from 'node:os';
-import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createApp } from '../src/app';
 import { loadSettings } from '../src/config';
 import { checkoutScopes } from '../src/keys/scopes';
@@ -9,18 +11,21 @@ import { randomString } from '../src/lib/ids';
 import { setLogLevel } from '../src/lib/log';
 import { createCheckoutKey } from '../src/ops/checkout-keys';
 import { createMerchant } from '../src/ops/merchants';
-import { createWorker } from '../src/worker/create-worker';
 import { type CpuGroups, databaseBackends, meterCpu } from './bench/cpu';
 import { connectStack, startBenchEnvironment } from './bench/environment';
 import { benchHttpClient } from './bench/http-client';
+import { startTsChild } from './bench/services';
 import { Batch, combine, percentile, perSecond, runClosedLoop, table } from './bench/measure';
+import { waitFor } from './processes';
 
 /**
  * `npm run bench:sessions`: `POST /v1/checkout/sessions` at concurrency 16 over HTTP against the
- * real app and a real worker (both in process), on a `temporal server start-dev` of its own and a
- * database of its own, beside the floor: bare starts of an empty workflow (run by a worker, like the
- * session workflow) on the same server at the same concurrency. Target: sessions at least half the
- * floor's rate.
+ * real app (in this process) and the real worker (`src/main/worker.ts`, a process of its own as in
+ * production), on a `temporal server start-dev` of its own and a database of its own, beside the
+ * floor: bare starts of an empty workflow, run by a worker that is also a process of its own
+ * (scripts/bench/noop-worker.ts), on the same server at the same concurrency. Targets: sessions at
+ * least 0.7 times the floor's rate, median create at most 1.5 times the floor's. It also prints
+ * the CPU time each process group spends per create and per floor start.
  *
  * The two are measured in alternating rounds so that both see the same machine. Uses DATABASE_URL's
  * server (a database `svc_bench_<ts>` is created and dropped), or an embedded Postgres when unset.
@@ -71,35 +76,41 @@ async function main(): Promise<void> {
       LOG_LEVEL: 'silent',
     });
 
-    const { appDb, workerDb, nativeConnection, temporal } = await connectStack(
-      env,
-      NAMESPACE,
-      settings.DATABASE_POOL_MAX,
-    );
+    const { appDb, temporal } = await connectStack(env, NAMESPACE, settings.DATABASE_POOL_MAX);
 
-    log('Bundling the workflows and starting the workers...');
+    // As in production, the worker is a process of its own (`src/main/worker.ts`), and so is the
+    // floor's: this process runs the API and the clients.
+    log("Starting the worker and the floor's worker as child processes (they bundle their workflows)...");
     const floorQueue = `bench-floor-${randomString(6)}`;
-    const workers: Worker[] = [
-      await createWorker({
-        connection: nativeConnection,
-        namespace: NAMESPACE,
-        taskQueue: settings.TEMPORAL_TASK_QUEUE,
-        db: workerDb,
-        clock: systemClock,
-        publicBaseUrl: settings.PUBLIC_BASE_URL,
-      }),
-      await Worker.create({
-        connection: nativeConnection,
-        namespace: NAMESPACE,
-        taskQueue: floorQueue,
-        workflowsPath: require.resolve('./bench/noop-workflow'),
-      }),
+    const logs = mkdtempSync(join(tmpdir(), 'svc-bench-sessions-logs-'));
+    env.onClose(async () => rmSync(logs, { recursive: true, force: true }));
+    const serviceEnv = {
+      PATH: process.env.PATH,
+      DATABASE_URL: env.databaseUrl,
+      TEMPORAL_ADDRESS: env.temporalAddress,
+      TEMPORAL_NAMESPACE: NAMESPACE,
+      TEMPORAL_TASK_QUEUE: settings.TEMPORAL_TASK_QUEUE,
+      PUBLIC_BASE_URL: settings.PUBLIC_BASE_URL,
+      LOG_LEVEL: 'info', // the worker says "worker running" once it polls
+    };
+    const children = [
+      startTsChild('worker', 'src/main/worker.ts', serviceEnv, join(logs, 'worker.log')),
+      startTsChild(
+        'floor worker',
+        'scripts/bench/noop-worker.ts',
+        { ...serviceEnv, TEMPORAL_TASK_QUEUE: floorQueue },
+        join(logs, 'floor-worker.log'),
+      ),
     ];
-    const running = workers.map((w) => w.run());
-    env.onClose(async () => {
-      for (const w of workers) w.shutdown();
-      await Promise.all(running);
-    });
+    for (const [child, file] of [
+      [children[0], 'worker.log'],
+      [children[1], 'floor-worker.log'],
+    ] as const) {
+      await waitFor(child.name, async () => readFileSync(join(logs, file), 'utf8').includes('worker running'), {
+        timeoutMs: 180_000,
+        watched: [child],
+      });
+    }
 
     const http = createApp({ db: appDb, settings, clock: systemClock, temporal }).listen(0, '127.0.0.1');
     await new Promise((resolve) => http.once('listening', resolve));
@@ -150,11 +161,12 @@ async function main(): Promise<void> {
     // CPU seconds per process group in each phase, to show where a create costs more than a start.
     const cpuGroups: CpuGroups = {
       'Temporal dev server': async () => (env.temporalPid ? [env.temporalPid] : []),
+      'workers (session worker and floor worker)': async () => children.map((c) => c.pid!),
       'Postgres (bench database backends)': () => databaseBackends(appDb),
     };
     const cpu = { floor: new Map<string, number>(), sessions: new Map<string, number>() };
     const metered = async (into: Map<string, number>, run: () => Promise<Batch>): Promise<Batch> => {
-      const meter = await meterCpu(cpuGroups, 'this process (API, worker, client)');
+      const meter = await meterCpu(cpuGroups, 'this process (API and clients)');
       const batch = await run();
       for (const [name, seconds] of await meter.stop()) into.set(name, (into.get(name) ?? 0) + seconds);
       return batch;
