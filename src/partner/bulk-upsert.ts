@@ -105,96 +105,7 @@ function checkUpdate(ctx: Context, row: UpsertRow, existing: Existing): RowResul
   return checkCategories(ctx, row);
 }
 
-async function replaceCategories(trx: Db, productId: string, categoryIds: string[]): Promise<void> {
-  await trx('product_categories').where({ product_id: productId }).delete();
-  if (categoryIds.length > 0) {
-    await trx('product_categories').insert(
-      categoryIds.map((category_id, position) => ({ product_id: productId, category_id, position })),
-    );
-  }
-}
-
-/** Update: only title, description and category_ids; a published product goes back to proposed. */
-async function updateProduct(trx: Db, sellerId: string, row: UpsertRow, productId: string): Promise<void> {
-  await trx('products')
-    .where({ id: productId, seller_id: sellerId })
-    .update({
-      ...(row.title !== undefined ? { title: row.title } : {}),
-      ...(row.description !== undefined ? { description: row.description } : {}),
-      status: trx.raw(`CASE WHEN status = 'published' THEN 'proposed' ELSE status END`),
-      updated_at: trx.fn.now(),
-    });
-  if (row.categoryIds !== undefined) await replaceCategories(trx, productId, row.categoryIds);
-}
-
-/**
- * Create: a draft product with one Default variant, its price, initial stock at the first location
- * and its categories, in one statement.
- */
-async function createProduct(trx: Db, ctx: Context, row: UpsertRow): Promise<string> {
-  const productId = newId('prod');
-  const variantId = newId('var');
-  const categoryIds = row.categoryIds ?? [];
-  await trx.raw(
-    `WITH p AS (
-       INSERT INTO products (id, seller_id, title, handle, status, description) VALUES (?, ?, ?, ?, 'draft', ?)
-     ), v AS (
-       INSERT INTO variants (id, offer_id, product_id, seller_id, sku, options, price) VALUES (?, ?, ?, ?, ?, ?, ?)
-     ), s AS (
-       INSERT INTO stock_levels (variant_id, location_id, level) SELECT ?, ?::text, ? WHERE ?::text IS NOT NULL
-     )
-     INSERT INTO product_categories (product_id, category_id, position)
-     SELECT ?, c.id, c.n - 1 FROM unnest(?::text[]) WITH ORDINALITY AS c(id, n)`,
-    [
-      productId,
-      ctx.sellerId,
-      row.title!,
-      productHandle(row.title!),
-      row.description ?? '',
-      variantId,
-      newId('off'),
-      productId,
-      ctx.sellerId,
-      row.sku,
-      JSON.stringify(defaultVariantOptions),
-      row.priceIqd!,
-      variantId,
-      ctx.primaryLocationId,
-      row.initialStock ?? 0,
-      ctx.primaryLocationId,
-      productId,
-      categoryIds,
-    ],
-  );
-  return productId;
-}
-
-/**
- * One row in its own transaction. The SKU is locked first and looked up inside the lock, so two
- * requests creating the same new SKU at once make one product (the second becomes an update).
- * When the SKU is on several products, the oldest is the one updated (as `GET /products/{sku}`).
- */
-async function upsertRow(ctx: Context, row: UpsertRow): Promise<RowResult> {
-  return ctx.db.transaction(async (trx) => {
-    await trx.raw('SELECT pg_advisory_xact_lock(?, hashtext(?))', [SKU_LOCK_NAMESPACE, `${ctx.sellerId}/${row.sku}`]);
-    const existing: Existing | undefined = await trx('products as p')
-      .join('variants as v', 'v.product_id', 'p.id')
-      .where({ 'v.seller_id': ctx.sellerId, 'v.sku': row.sku, 'p.seller_id': ctx.sellerId })
-      .orderBy('p.id')
-      .first('p.id as product_id', 'p.catalog_managed');
-    if (existing) {
-      const refusal = checkUpdate(ctx, row, existing);
-      if (refusal) return refusal;
-      await updateProduct(trx, ctx.sellerId, row, existing.product_id);
-      return accepted(row.sku, { product_id: existing.product_id });
-    }
-    const refusal = checkCreate(ctx, row);
-    if (refusal) return refusal;
-    return accepted(row.sku, { product_id: await createProduct(trx, ctx, row) });
-  });
-}
-
-/** A row of the batch: its place in the request and what it asked. */
+/** A valid row: its place in the request and what it asked. */
 interface Placed {
   index: number;
   row: UpsertRow;
@@ -318,14 +229,16 @@ class BatchWrite {
 }
 
 /**
- * Rows whose SKUs appear once in the request, in one transaction: every SKU locked (in lock-key
- * order, so two batches cannot deadlock), looked up under the locks, each row checked as
- * `upsertRow` would, then all of them written in one statement. Throws (writing nothing) when the
- * database fails on any row.
+ * Rows of distinct SKUs in one transaction: every SKU locked (in lock-key order, so two requests
+ * cannot deadlock) and looked up under the locks, so two requests creating the same new SKU at
+ * once make one product (the second becomes an update); each row checked; then all of them
+ * written in one statement. When the SKU is on several products, the oldest is the one updated
+ * (as `GET /products/{sku}`). Returns each row's result by request index; throws (writing
+ * nothing) when the database fails on any row.
  */
-async function upsertBatch(ctx: Context, placed: Placed[], results: RowResult[]): Promise<void> {
+async function upsertRows(ctx: Context, placed: Placed[]): Promise<Array<[number, RowResult]>> {
   const skus = placed.map((p) => p.row.sku);
-  const decided = await ctx.db.transaction(async (trx) => {
+  return ctx.db.transaction(async (trx) => {
     await trx.raw(
       `SELECT count(pg_advisory_xact_lock(?, k))
          FROM (SELECT DISTINCT hashtext(? || '/' || sku) AS k FROM unnest(?::text[]) AS sku ORDER BY 1) AS keys`,
@@ -354,27 +267,14 @@ async function upsertBatch(ctx: Context, placed: Placed[], results: RowResult[])
     await write.write(trx, ctx);
     return outcome;
   });
-  for (const [index, result] of decided) results[index] = result;
-}
-
-/** Indexes of `rows` grouped by SKU (first occurrence order); refusals are groups of their own. */
-function lanesBySku(rows: Array<UpsertRow | RowResult>): number[][] {
-  const lanes = new Map<string, number[]>();
-  rows.forEach((row, i) => {
-    const key = 'sku' in row ? `sku:${row.sku}` : `row:${i}`;
-    const lane = lanes.get(key);
-    if (lane) lane.push(i);
-    else lanes.set(key, [i]);
-  });
-  return [...lanes.values()];
 }
 
 /**
  * `POST /products/bulk`: creates or updates each row by SKU; every row problem is a rejected row,
- * results in request order. The rows whose SKU appears once are written together (`upsertBatch`);
+ * results in request order. The rows whose SKU appears once are written together (`upsertRows`);
  * should the database fail on any of them, they are redone one transaction per row, so that only
  * the failing row is `internal_error`. Rows repeating a SKU run one after another in request order
- * (the first may create, the later ones then update).
+ * (the first may create, the later ones then update), lanes of different SKUs concurrently.
  */
 export async function bulkUpsertProducts(db: Db, sellerId: string, items: unknown[]): Promise<RowResult[]> {
   const rows = items.map(readRow);
@@ -391,35 +291,40 @@ export async function bulkUpsertProducts(db: Db, sellerId: string, items: unknow
   };
 
   const results = new Array<RowResult>(rows.length);
-  const runLanes = (lanes: number[][]) =>
-    mapLimited(lanes, ROW_CONCURRENCY, async (lane) => {
-      for (const i of lane) {
-        const row = rows[i];
-        if (!('sku' in row)) {
-          results[i] = row;
-          continue;
-        }
-        try {
-          results[i] = await upsertRow(ctx, row);
-        } catch (err) {
-          logFailure('bulk upsert row failed', sellerId, err);
-          results[i] = rejected(row.sku, 'internal_error', 'The row could not be written; retry it.');
-        }
-      }
-    });
-  // A SKU given once goes into the batch; repeated SKUs run row by row, in request order.
-  const lanes = lanesBySku(rows);
-  const single = lanes.filter((lane) => lane.length === 1 && 'sku' in rows[lane[0]]);
-  const placed = single.map(([index]) => ({ index, row: rows[index] as UpsertRow }));
-  const others = lanes.filter((lane) => !(lane.length === 1 && 'sku' in rows[lane[0]]));
-  await Promise.all([
-    runLanes(others),
-    placed.length > 0 &&
-      upsertBatch(ctx, placed, results).catch((err) => {
-        // The batch wrote nothing: row by row, a failing row fails alone.
+  // The valid rows by SKU, in request order; a refused row is its own result.
+  const bySku = new Map<string, Placed[]>();
+  rows.forEach((row, index) => {
+    if (!('sku' in row)) results[index] = row;
+    else {
+      const lane = bySku.get(row.sku);
+      if (lane) lane.push({ index, row });
+      else bySku.set(row.sku, [{ index, row }]);
+    }
+  });
+
+  /** Writes `placed` in one transaction; if that fails, several rows go again one by one, one row is `internal_error`. */
+  const write = async (placed: Placed[]): Promise<void> => {
+    try {
+      for (const [index, result] of await upsertRows(ctx, placed)) results[index] = result;
+    } catch (err) {
+      if (placed.length > 1) {
         logFailure('bulk upsert batch failed', sellerId, err);
-        return runLanes(single);
-      }),
+        await mapLimited(placed, ROW_CONCURRENCY, (p) => write([p]));
+        return;
+      }
+      logFailure('bulk upsert row failed', sellerId, err);
+      const [{ index, row }] = placed;
+      results[index] = rejected(row.sku, 'internal_error', 'The row could not be written; retry it.');
+    }
+  };
+  const lanes = [...bySku.values()];
+  const single = lanes.filter((lane) => lane.length === 1).flat();
+  const repeated = lanes.filter((lane) => lane.length > 1);
+  await Promise.all([
+    single.length > 0 && write(single),
+    mapLimited(repeated, ROW_CONCURRENCY, async (lane) => {
+      for (const p of lane) await write([p]);
+    }),
   ]);
   return results;
 }
