@@ -40,9 +40,10 @@ interface Snapshot {
 }
 
 /**
- * Per SKU, sorted (writes lock in one order): the last `on_hand` asked for, and the last
- * `price_iqd`, from any row (used when the seller has a stock location) or from rows without
- * `on_hand` (used when not: a row with `on_hand` is then refused, and so is its price).
+ * Per SKU: the last `on_hand` asked for, and the last `price_iqd`, from any row (used when the
+ * seller has a stock location) or from rows without `on_hand` (used when not: a row with `on_hand`
+ * is then refused, and so is its price). In no particular order: the statement picks each SKU's
+ * variant after sorting by SKU itself, and writes stock levels in variant order.
  */
 function perSku(rows: InventoryRow[]) {
   const bySku = new Map<string, { level: number | null; priceAny: number | null; priceAlone: number | null }>();
@@ -55,8 +56,8 @@ function perSku(rows: InventoryRow[]) {
     }
     bySku.set(row.sku, entry);
   }
-  const skus = [...bySku.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-  const entries = skus.map((sku) => bySku.get(sku)!);
+  const skus = [...bySku.keys()];
+  const entries = [...bySku.values()];
   return {
     skus,
     levels: entries.map((e) => e.level),
