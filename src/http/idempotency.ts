@@ -125,6 +125,18 @@ declare module 'koa' {
   }
 }
 
+/** Why a Partner Idempotency-Key header is refused (missing, or over 255 characters), or null. */
+function partnerKeyProblem(key: string): ApiError | null {
+  if (key === '')
+    return new ApiError(400, 'idempotency_key_required', 'This route requires an Idempotency-Key header.');
+  if (key.length > 255) {
+    return ApiError.validation('Idempotency-Key must be 1 to 255 characters.', [
+      { field: 'Idempotency-Key', issue: 'invalid' },
+    ]);
+  }
+  return null;
+}
+
 /** The Partner Idempotency-Key middleware, and the claim the key check may try first (one round trip fewer). */
 export interface PartnerIdempotency {
   middleware: Middleware;
@@ -149,7 +161,7 @@ export function partnerIdempotency(
 ): PartnerIdempotency {
   const claimFor = (ctx: Context, keyId: string): PartnerClaim | null => {
     const key = ctx.get('idempotency-key');
-    if (key === '' || key.length > 255) return null;
+    if (partnerKeyProblem(key)) return null;
     const now = clock();
     const window = counted && windowOf(counted.limit, now);
     return {
@@ -164,13 +176,8 @@ export function partnerIdempotency(
 
   const middleware: Middleware = async (ctx, next) => {
     const key = ctx.get('idempotency-key');
-    if (key === '')
-      throw new ApiError(400, 'idempotency_key_required', 'This route requires an Idempotency-Key header.');
-    if (key.length > 255) {
-      throw ApiError.validation('Idempotency-Key must be 1 to 255 characters.', [
-        { field: 'Idempotency-Key', issue: 'invalid' },
-      ]);
-    }
+    const problem = partnerKeyProblem(key);
+    if (problem) throw problem;
     const tried = ctx.state.partnerClaim;
     const claim = tried?.claim ?? claimFor(ctx, ctx.state.partner.keyId)!;
     const { scope, hash, now } = claim;

@@ -72,7 +72,7 @@ async function readKey(
 ): Promise<KeyRow | undefined> {
   const key = 'SELECT seller_id, secret_hash, scopes FROM partner_keys WHERE id = ? AND env = ? AND revoked_at IS NULL';
   if (!claim) {
-    const { rows } = await db.raw(`${key}`, [parsed.keyId, parsed.mode]);
+    const { rows } = await db.raw(key, [parsed.keyId, parsed.mode]);
     return rows[0] && { ...rows[0], claimed: false, hits: null };
   }
   const ctes = partnerClaimCtes(claim, {
