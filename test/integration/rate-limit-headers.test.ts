@@ -38,6 +38,16 @@ describe('Partner bulk routes', () => {
     expect(over.headers.get('ratelimit-policy')).toBe('"inventory-bulk";q=3;w=600');
   });
 
+  it('count requests, not rows: a 500-row request is one hit', async () => {
+    const s = await buildSeller(stack.db);
+    const api = partnerClient(stack.baseUrl, s.key);
+    const items = Array.from({ length: 500 }, (_, i) => ({ external_sku: `NONE-${i}`, on_hand: 1 }));
+    const res = await api.bulkInventory({ items });
+    expect(res.status).toBe(200);
+    expect(res.body.results).toHaveLength(500);
+    expect(res.headers.get('ratelimit')).toBe('"inventory-bulk";r=2;t=580');
+  });
+
   it('carry the headers on a refusal the limit counted (a bad body), and not on a replay it did not count', async () => {
     const s = await buildSeller(stack.db);
     const api = partnerClient(stack.baseUrl, s.key);
