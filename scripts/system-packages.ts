@@ -27,7 +27,7 @@ export const SYSTEM_PACKAGES: readonly SystemPackage[] = [
     debian: 'chromium',
     binaries: ['chromium'],
     neededBy: /[\\/]test[\\/](e2e[\\/]|integration[\\/]temporal-ui\.test\.ts$)/,
-    why: 'the browser tests (test/e2e, and the Temporal UI test) drive headless Chromium',
+    why: 'the browser tests in test/e2e and the Temporal UI test drive headless Chromium',
   },
   {
     debian: 'prometheus',
@@ -70,6 +70,10 @@ export class SystemPackageMissing extends Error {}
 export function ensureSystemPackages(packages: readonly SystemPackage[], env: NodeJS.ProcessEnv = process.env): void {
   const missing = packages.filter((pkg) => pkg.binaries.some((binary) => !findSystemBinary(binary, env)));
   if (missing.length === 0) return;
+  const badOverride = missing
+    .flatMap((pkg) => pkg.binaries.map((binary) => BINARY_OVERRIDES[binary]))
+    .find((name) => name && env[name]);
+  if (badOverride) throw new SystemPackageMissing(`${badOverride}=${env[badOverride]} is not an executable file.`);
   const names = missing.map((pkg) => pkg.debian).join(' ');
   const reasons = missing.map((pkg) => `${pkg.debian} (${pkg.why})`).join('; ');
   const prefix = rootPrefix(env);

@@ -3,7 +3,12 @@ import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync,
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import ts from 'typescript';
-import { findSystemBinary, packagesFor } from '../../scripts/system-packages';
+import {
+  ensureSystemPackages,
+  findSystemBinary,
+  packagesFor,
+  SystemPackageMissing,
+} from '../../scripts/system-packages';
 
 const repo = resolve(__dirname, '..', '..');
 const moduleSource = join(repo, 'scripts', 'system-packages.ts');
@@ -40,6 +45,13 @@ describe('system packages for the tests', () => {
     expect(findSystemBinary('chromium', { CHROMIUM_PATH: moduleSource, PATH: '' })).toBeUndefined();
     expect(findSystemBinary('node', { PATH: `/nonexistent:${resolve(process.execPath, '..')}` })).toBe(
       join(resolve(process.execPath, '..'), 'node'),
+    );
+  });
+
+  it('names an override variable that points at no executable instead of installing anything', () => {
+    const chromium = packagesFor([join(repo, 'test/e2e/checkout-pay.test.ts')]);
+    expect(() => ensureSystemPackages(chromium, { ...process.env, CHROMIUM_PATH: '/nonexistent/chromium' })).toThrow(
+      new SystemPackageMissing('CHROMIUM_PATH=/nonexistent/chromium is not an executable file.'),
     );
   });
 
