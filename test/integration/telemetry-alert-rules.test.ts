@@ -145,6 +145,11 @@ describe('Prometheus alert rules (ops/prometheus/alerts.yml)', () => {
     },
   );
 
+  it('are listed in the README, each with a link to its runbook section', () => {
+    const readme = readFileSync(join(root, 'README.md'), 'utf8');
+    for (const alert of alerts) expect(readme).toContain(`[${alert.alert}](${alert.annotations?.runbook_url})`);
+  });
+
   it('name only metrics of the contract (ops/metrics.json) or their own recording rules', () => {
     const allowed = exportedNames();
     const unknown = rules.flatMap((r) => seriesNames(r.expr).filter((n) => !allowed.has(n)));
