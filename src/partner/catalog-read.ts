@@ -1,5 +1,5 @@
 import { isStorableText } from '../lib/text';
-import type { Db } from '../db/knex';
+import { inSnapshot, type Db } from '../db/knex';
 
 export interface ProductRow {
   id: string;
@@ -40,7 +40,7 @@ export interface ProductWithParts {
 /**
  * The seller's products `ids` with all of the seller's variants (each with its stock summed over
  * locations, each location's level rounded half away from zero) and category ids: three queries
- * whatever the page size.
+ * whatever the page size, in the snapshot (`inSnapshot`) that read `products`.
  */
 export async function loadProducts(db: Db, sellerId: string, products: ProductRow[]): Promise<ProductWithParts[]> {
   if (products.length === 0) return [];
@@ -104,31 +104,35 @@ export async function listProducts(
   opts: { status?: string; afterId?: string; limit: number },
 ): Promise<{ rows: ProductWithParts[]; hasMore: boolean }> {
   if (opts.status !== undefined && !isStorableText(opts.status)) return { rows: [], hasMore: false };
-  const query = db('products')
-    .where({ seller_id: sellerId })
-    .orderBy('id', 'desc')
-    .limit(opts.limit + 1)
-    .select(PRODUCT_COLUMNS);
-  if (opts.status !== undefined) query.andWhere({ status: opts.status });
-  if (opts.afterId !== undefined) query.andWhere('id', '<', opts.afterId);
-  const products: ProductRow[] = await query;
-  const hasMore = products.length > opts.limit;
-  return { rows: await loadProducts(db, sellerId, products.slice(0, opts.limit)), hasMore };
+  return inSnapshot(db, async (trx) => {
+    const query = trx('products')
+      .where({ seller_id: sellerId })
+      .orderBy('id', 'desc')
+      .limit(opts.limit + 1)
+      .select(PRODUCT_COLUMNS);
+    if (opts.status !== undefined) query.andWhere({ status: opts.status });
+    if (opts.afterId !== undefined) query.andWhere('id', '<', opts.afterId);
+    const products: ProductRow[] = await query;
+    const hasMore = products.length > opts.limit;
+    return { rows: await loadProducts(trx, sellerId, products.slice(0, opts.limit)), hasMore };
+  });
 }
 
 /** The first (oldest) of the seller's products carrying a variant with `sku`, whole. */
 export async function findProductBySku(db: Db, sellerId: string, sku: string): Promise<ProductWithParts | null> {
   if (!isStorableText(sku)) return null;
-  const product: ProductRow | undefined = await db('products')
-    .where('products.seller_id', sellerId)
-    .whereExists(
-      db('variants')
-        .whereRaw('variants.product_id = products.id')
-        .andWhere({ 'variants.seller_id': sellerId, 'variants.sku': sku }),
-    )
-    .orderBy('id', 'asc')
-    .first(PRODUCT_COLUMNS);
-  if (!product) return null;
-  const [whole] = await loadProducts(db, sellerId, [product]);
-  return whole;
+  return inSnapshot(db, async (trx) => {
+    const product: ProductRow | undefined = await trx('products')
+      .where('products.seller_id', sellerId)
+      .whereExists(
+        trx('variants')
+          .whereRaw('variants.product_id = products.id')
+          .andWhere({ 'variants.seller_id': sellerId, 'variants.sku': sku }),
+      )
+      .orderBy('id', 'asc')
+      .first(PRODUCT_COLUMNS);
+    if (!product) return null;
+    const [whole] = await loadProducts(trx, sellerId, [product]);
+    return whole;
+  });
 }

@@ -1,51 +1,55 @@
+import { createApp } from '../../src/app';
 import { settleAttempt } from '../../src/checkout/attempts/transitions';
 import { createDb, Db } from '../../src/db/knex';
 import { randomString } from '../../src/lib/ids';
-import { buildMerchant } from '../helpers/factories';
-import { payableBody, shopper, sideApi, until } from '../helpers/checkout-payments';
-import { readRunEnv, startStack, Stack } from '../helpers/stack';
+import { bulkUpsertProducts } from '../../src/partner/bulk-upsert';
+import { buildMerchant, buildSeller } from '../helpers/factories';
+import { call } from '../helpers/http';
+import { createSession, payableBody, shopper, until } from '../helpers/checkout-payments';
+import { seedProducts } from '../helpers/partner';
+import { listen, readRunEnv, startStack, Stack } from '../helpers/stack';
 
 /**
- * Every answer comes from one moment: a settle that commits while a poll is between its reads
- * never shows in half of the answer. The poll is held at a real Postgres lock (the settle's
- * transaction locks one of the two tables first, so the poll reads the other and waits), the
- * settle commits from that second connection, and the poll then finishes: deterministic, whichever
- * table the route reads first.
+ * Every answer comes from one moment: a transition that commits while a read is between its
+ * statements never shows in half of the answer. The read is held at a real Postgres lock (the
+ * writer's transaction locks one of the tables first, so the read gets what it reads before that
+ * table and then waits), the writer commits from that second connection, and the read then
+ * finishes: deterministic, whichever table the route reads first.
  */
 let stack: Stack;
-let side: Awaited<ReturnType<typeof sideApi>>;
-let sideDb: Db;
-/** The side API's connections carry this name, so the test can tell when one of them waits for a lock. */
+let api: Awaited<ReturnType<typeof listen>>;
+let apiDb: Db;
+/** The app under test has connections of its own with this name, so the test sees when one waits for a lock. */
 const APP_NAME = `snapshot-reads-${randomString(8)}`;
 
 beforeAll(async () => {
   stack = await startStack();
   const url = new URL(readRunEnv().databaseUrl);
   url.searchParams.set('application_name', APP_NAME);
-  sideDb = createDb(url.toString(), 4);
-  side = await sideApi(stack, { db: sideDb });
+  apiDb = createDb(url.toString(), 4);
+  api = await listen(createApp({ ...stack.deps, db: apiDb }));
 });
 afterAll(async () => {
-  await side.close();
-  await sideDb.destroy();
+  await api.close();
+  await apiDb.destroy();
   await stack.stop();
 });
 
 type Outcome = 'succeeded' | 'failed';
-type Table = 'payment_attempts' | 'checkout_sessions';
+type Table = 'payment_attempts' | 'checkout_sessions' | 'variants';
 
 /** A payable session of a new merchant and a pending test attempt on it (no button pressed, never polled). */
 async function pendingAttempt() {
   const m = await buildMerchant(stack.db);
-  const pub = shopper(side, m.publishableKey);
-  const s = await side.createSession(m.secretKey, payableBody());
+  const pub = shopper(api, m.publishableKey);
+  const s = await createSession(api, m.secretKey, payableBody());
   const started = await pub('POST', `/sessions/${s.code}/attempts`, { body: { method: 'test' } });
   expect(started.status).toBe(201);
   return { s, attemptId: started.body.attempt_id as string, pub };
 }
 
-/** True once one of the side API's statements waits for a lock. */
-async function sideWaitsForLock(): Promise<boolean> {
+/** True once one of the app's statements waits for a lock. */
+async function appWaitsForLock(): Promise<boolean> {
   const { rows } = await stack.db.raw(
     `SELECT count(*)::int AS n FROM pg_stat_activity
       WHERE datname = current_database() AND application_name = ? AND wait_event_type = 'Lock'`,
@@ -56,24 +60,16 @@ async function sideWaitsForLock(): Promise<boolean> {
 
 /**
  * Sends `read` while a transaction holds `table` locked, waits until the read waits for that lock,
- * then settles the attempt in that transaction (the real settle: attempt and session together, with
- * its event) and commits: the read has read the other table before the commit and reads this one after.
+ * then runs `write` in that transaction and commits: the read has read what comes before `table`
+ * before the commit, and reads the rest after it.
  */
-async function readAcrossSettle<T>(table: Table, attemptId: string, outcome: Outcome, read: () => Promise<T>) {
+async function readAcrossCommit<T>(table: Table, write: (trx: Db) => Promise<void>, read: () => Promise<T>) {
   const trx = await stack.db.transaction();
   try {
     await trx.raw(`LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`);
     const answer = read();
-    await until(sideWaitsForLock, `the read to wait for the lock on ${table}`);
-    const settled = await settleAttempt(trx, {
-      attemptId,
-      outcome,
-      reason: outcome === 'failed' ? 'simulated_decline' : undefined,
-      expireIfDue: false,
-      now: stack.clock(),
-      publicBaseUrl: stack.settings.PUBLIC_BASE_URL,
-    });
-    expect(settled?.changed).toBe(true);
+    await until(appWaitsForLock, `the read to wait for the lock on ${table}`);
+    await write(trx);
     await trx.commit();
     return await answer;
   } catch (err) {
@@ -81,6 +77,19 @@ async function readAcrossSettle<T>(table: Table, attemptId: string, outcome: Out
     throw err;
   }
 }
+
+/** The real settle (attempt and session together, with its event) as the write. */
+const settle = (attemptId: string, outcome: Outcome) => async (trx: Db) => {
+  const settled = await settleAttempt(trx, {
+    attemptId,
+    outcome,
+    reason: outcome === 'failed' ? 'simulated_decline' : undefined,
+    expireIfDue: false,
+    now: stack.clock(),
+    publicBaseUrl: stack.settings.PUBLIC_BASE_URL,
+  });
+  expect(settled?.changed).toBe(true);
+};
 
 /** The four fields a return page acts on. */
 const moment = (body: Record<string, unknown>) => ({
@@ -103,7 +112,7 @@ function moments(s: { id: string; reference_id: string }, outcome: Outcome) {
   return [before, after];
 }
 
-const cases: Array<[Table, Outcome]> = [
+const cases: Array<[Exclude<Table, 'variants'>, Outcome]> = [
   ['payment_attempts', 'succeeded'],
   ['checkout_sessions', 'succeeded'],
   ['payment_attempts', 'failed'],
@@ -115,7 +124,7 @@ describe('GET /v1/public/sessions/{code}/attempts/{attempt_id}', () => {
     'answers from one moment when the settle commits while it waits for %s (attempt %s)',
     async (table, outcome) => {
       const { s, attemptId, pub } = await pendingAttempt();
-      const res = await readAcrossSettle(table, attemptId, outcome, () =>
+      const res = await readAcrossCommit(table, settle(attemptId, outcome), () =>
         pub('GET', `/sessions/${s.code}/attempts/${attemptId}`),
       );
       expect(res.status).toBe(200);
@@ -129,9 +138,35 @@ describe('GET /v1/public/attempts/{attempt_id}', () => {
     'answers from one moment when the settle commits while it waits for %s (attempt %s)',
     async (table, outcome) => {
       const { s, attemptId, pub } = await pendingAttempt();
-      const res = await readAcrossSettle(table, attemptId, outcome, () => pub('GET', `/attempts/${attemptId}`));
+      const res = await readAcrossCommit(table, settle(attemptId, outcome), () => pub('GET', `/attempts/${attemptId}`));
       expect(res.status).toBe(200);
       expect(moments(s, outcome)).toContainEqual(moment(res.body));
     },
   );
+});
+
+describe('GET /partner/v1/products', () => {
+  it('answers from one moment when a bulk upsert commits while it waits for the variants', async () => {
+    const seller = await buildSeller(stack.db);
+    const [product] = await seedProducts(stack.db, seller.seller_id, 1, { price: 1000 });
+    const res = await readAcrossCommit(
+      'variants',
+      async (trx) => {
+        const results = await bulkUpsertProducts(trx, seller.seller_id, [
+          { external_sku: product.sku, title: 'Renamed and repriced', price_iqd: 2000 },
+        ]);
+        expect(results).toMatchObject([{ status: 'accepted' }]);
+      },
+      () => call(api.baseUrl, 'GET', '/partner/v1/products', { key: seller.key }),
+    );
+    expect(res.status).toBe(200);
+    const seen = res.body.data.map((p: { title: string; variants: Array<{ price: number }> }) => ({
+      title: p.title,
+      prices: p.variants.map((v) => v.price),
+    }));
+    expect([
+      [{ title: 'Seeded product 1', prices: [1000] }],
+      [{ title: 'Renamed and repriced', prices: [2000] }],
+    ]).toContainEqual(seen);
+  });
 });
