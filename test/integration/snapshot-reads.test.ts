@@ -6,7 +6,7 @@ import { bulkUpsertProducts } from '../../src/partner/bulk-upsert';
 import { buildMerchant, buildSeller } from '../helpers/factories';
 import { call } from '../helpers/http';
 import { createSession, payableBody, shopper, until } from '../helpers/checkout-payments';
-import { seedProducts } from '../helpers/partner';
+import { ops, seedProducts } from '../helpers/partner';
 import { listen, readRunEnv, startStack, Stack } from '../helpers/stack';
 
 /**
@@ -36,7 +36,7 @@ afterAll(async () => {
 });
 
 type Outcome = 'succeeded' | 'failed';
-type Table = 'payment_attempts' | 'checkout_sessions' | 'variants';
+type Table = 'payment_attempts' | 'checkout_sessions' | 'product_categories';
 
 /** A payable session of a new merchant and a pending test attempt on it (no button pressed, never polled). */
 async function pendingAttempt() {
@@ -112,7 +112,7 @@ function moments(s: { id: string; reference_id: string }, outcome: Outcome) {
   return [before, after];
 }
 
-const cases: Array<[Exclude<Table, 'variants'>, Outcome]> = [
+const cases: Array<[Exclude<Table, 'product_categories'>, Outcome]> = [
   ['payment_attempts', 'succeeded'],
   ['checkout_sessions', 'succeeded'],
   ['payment_attempts', 'failed'],
@@ -146,27 +146,28 @@ describe('GET /v1/public/attempts/{attempt_id}', () => {
 });
 
 describe('GET /partner/v1/products', () => {
-  it('answers from one moment when a bulk upsert commits while it waits for the variants', async () => {
+  it('answers from one moment when a bulk upsert commits while it waits for the categories', async () => {
     const seller = await buildSeller(stack.db);
-    const [product] = await seedProducts(stack.db, seller.seller_id, 1, { price: 1000 });
+    const [product] = await seedProducts(stack.db, seller.seller_id, 1);
+    const { category_id: categoryId } = await ops(stack.db, 'category', 'create', '--name', `Mugs ${randomString(6)}`);
     const res = await readAcrossCommit(
-      'variants',
+      'product_categories',
       async (trx) => {
         const results = await bulkUpsertProducts(trx, seller.seller_id, [
-          { external_sku: product.sku, title: 'Renamed and repriced', price_iqd: 2000 },
+          { external_sku: product.sku, title: 'Renamed and filed', category_ids: [categoryId] },
         ]);
         expect(results).toMatchObject([{ status: 'accepted' }]);
       },
       () => call(api.baseUrl, 'GET', '/partner/v1/products', { key: seller.key }),
     );
     expect(res.status).toBe(200);
-    const seen = res.body.data.map((p: { title: string; variants: Array<{ price: number }> }) => ({
+    const seen = res.body.data.map((p: { title: string; category_ids: string[] }) => ({
       title: p.title,
-      prices: p.variants.map((v) => v.price),
+      category_ids: p.category_ids,
     }));
     expect([
-      [{ title: 'Seeded product 1', prices: [1000] }],
-      [{ title: 'Renamed and repriced', prices: [2000] }],
+      [{ title: 'Seeded product 1', category_ids: [] }],
+      [{ title: 'Renamed and filed', category_ids: [categoryId] }],
     ]).toContainEqual(seen);
   });
 });
