@@ -31,7 +31,7 @@ export function inTransaction<T>(db: Db, work: (trx: Db) => Promise<T>): Promise
 /**
  * Runs `reads` in one REPEATABLE READ READ ONLY transaction, so that every statement sees the same
  * snapshot: an answer built from several reads shows one moment, never a commit that landed
- * between two of them. One round trip more than the reads (BEGIN … and COMMIT); a single statement
+ * between two of them. Two round trips more than the reads (BEGIN … and COMMIT); a single statement
  * is one moment already and needs none. Not inside another transaction (its reads would not share one snapshot).
  */
 export function inSnapshot<T>(db: Db, reads: (trx: Db) => Promise<T>): Promise<T> {
