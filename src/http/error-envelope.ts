@@ -2,6 +2,7 @@ import type { Context, Middleware } from 'koa';
 import { ZodError } from 'zod';
 import { log } from '../lib/log';
 import { ApiError, BodyError } from './errors';
+import { routeTemplate } from './request-log';
 import { zodDetails } from './validate';
 
 type Envelope = (ctx: Context, err: ApiError) => unknown;
@@ -30,12 +31,7 @@ const checkoutEnvelope: Envelope = (ctx, err) => ({
 export function toApiError(ctx: Context, err: unknown): ApiError {
   if (err instanceof ApiError) return err;
   if (err instanceof ZodError) return ApiError.validation('The request is invalid.', zodDetails(err));
-  log.error('unhandled error', {
-    request_id: ctx.state.requestId,
-    method: ctx.method,
-    path: ctx.path,
-    error: err instanceof Error ? err.stack : String(err),
-  });
+  log.error('unhandled error', { method: ctx.method, route: routeTemplate(ctx), error: err });
   return ApiError.internal();
 }
 

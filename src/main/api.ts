@@ -35,6 +35,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err) => {
-  log.error('api failed to start', { error: err instanceof Error ? err.message : String(err) });
+  log.error('api failed to start', { error: err });
   process.exit(1);
 });

@@ -60,6 +60,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err) => {
-  log.error('worker failed', { error: err instanceof Error ? err.stack : String(err) });
+  log.error('worker failed', { error: err });
   process.exit(1);
 });

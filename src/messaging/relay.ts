@@ -4,7 +4,7 @@ import type { Db } from '../db/knex';
 import { startNotifiedLoop } from '../db/notified-loop';
 import { maskCodes } from './mask';
 import { type Clock, systemClock } from '../lib/clock';
-import { log as defaultLog } from '../lib/log';
+import { log as defaultLog, errorText } from '../lib/log';
 import type { MessageKind, OutboxMessage, Transports } from './transports';
 
 /** Postgres announces every insert into `outbox` here when its transaction commits (a trigger). */
@@ -140,7 +140,7 @@ export function startOutboxRelay(deps: OutboxRelayDeps): OutboxRelay {
     try {
       await transport.send(message);
     } catch (err) {
-      const error = (err instanceof Error ? err.message : String(err)).slice(0, LAST_ERROR_MAX_CHARS);
+      const lastError = errorText(err).slice(0, LAST_ERROR_MAX_CHARS);
       const at = now();
       const retryAt = new Date(at.getTime() + retryDelayMs(attempts));
       const giveUp = attempts >= MAX_ATTEMPTS || expired(row.kind, createdAt, retryAt);
@@ -148,14 +148,14 @@ export function startOutboxRelay(deps: OutboxRelayDeps): OutboxRelay {
         .db('outbox')
         .where({ id: row.id, attempts })
         .whereNull('sent_at')
-        .update({ last_error: error, next_attempt_at: giveUp ? null : retryAt });
-      if (giveUp) log.warn('outbox message given up', { id: row.id, kind: row.kind, attempts, error });
+        .update({ last_error: lastError, next_attempt_at: giveUp ? null : retryAt });
+      if (giveUp) log.warn('outbox message given up', { id: row.id, kind: row.kind, attempts, error: err });
       else
         log.warn('outbox message not sent; will retry', {
           id: row.id,
           kind: row.kind,
           attempts,
-          error,
+          error: err,
           retry_at: retryAt.toISOString(),
         });
       return;

@@ -1,7 +1,7 @@
 import type { Db } from '../db/knex';
 import { type NotifiedLoop, startNotifiedLoop } from '../db/notified-loop';
 import { systemClock } from '../lib/clock';
-import { log } from '../lib/log';
+import { errorText, log } from '../lib/log';
 import { deliverHandoff, type Handoff, type HandoffTarget } from './handoffs';
 
 /** The lease (and the wait before a retry) after the n-th claim: 5 s, 10 s, 20 s, 40 s, then every minute. */
@@ -72,14 +72,14 @@ export function startHandoffRelay(deps: HandoffRelayDeps): HandoffRelay {
     try {
       await deliverHandoff(target, row.payload);
     } catch (err) {
-      const error = (err instanceof Error ? err.message : String(err)).slice(0, LAST_ERROR_MAX_CHARS);
-      await deps.db('workflow_handoffs').where({ id: row.id }).update({ last_error: error });
+      const lastError = errorText(err).slice(0, LAST_ERROR_MAX_CHARS);
+      await deps.db('workflow_handoffs').where({ id: row.id }).update({ last_error: lastError });
       log.warn('handoff not delivered; will retry', {
         handoff_id: row.id,
         kind: row.payload.kind,
         workflow_id: row.workflow_id,
         attempts: row.attempts,
-        error,
+        error: err,
       });
       return;
     }

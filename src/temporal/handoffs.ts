@@ -164,7 +164,7 @@ function forgetDelivered(db: Db, ids: number[]): void {
         .catch((err: unknown) =>
           log.warn('could not delete delivered handoffs; the relay delivers them again (harmless)', {
             count: batch.length,
-            error: err instanceof Error ? err.message : String(err),
+            error: err,
           }),
         );
     }
@@ -194,7 +194,7 @@ export async function handOff(deps: HandoffDeps, pending: PendingHandoff[]): Pro
         handoff_id: id,
         kind: handoff.kind,
         workflow_id: workflowIdOf(handoff),
-        error: err instanceof Error ? err.message : String(err),
+        error: err,
       });
     }
   }

@@ -83,7 +83,7 @@ export async function wakeAll(
     wakeEndpoint(temporal, taskQueue, target, count).catch((err) =>
       log.warn('could not wake a delivery workflow; the dispatcher sweep retries', {
         endpoint_id: target.id,
-        error: err instanceof Error ? err.message : String(err),
+        error: err,
       }),
     ),
   );
@@ -121,7 +121,7 @@ export function startWaker(temporal: Client, taskQueue: string, concurrency: num
         .catch((err) =>
           log.warn('could not wake a delivery workflow; the dispatcher sweep retries', {
             endpoint_id: id,
-            error: err instanceof Error ? err.message : String(err),
+            error: err,
           }),
         )
         .finally(() =>

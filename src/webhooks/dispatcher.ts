@@ -87,7 +87,7 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
       for (const target of await wakeTargets(deps.db, ids)) waker.wake(target);
     } catch (err) {
       log.warn('overdue webhook sweep failed; the next one retries', {
-        error: err instanceof Error ? err.message : String(err),
+        error: err,
       });
     }
   }
