@@ -1,3 +1,4 @@
+import { trace } from '@opentelemetry/api';
 import type { Context, Middleware } from 'koa';
 import { ZodError } from 'zod';
 import { log } from '../lib/log';
@@ -32,6 +33,8 @@ export function toApiError(ctx: Context, err: unknown): ApiError {
   if (err instanceof ApiError) return err;
   if (err instanceof ZodError) return ApiError.validation('The request is invalid.', zodDetails(err));
   log.error('unhandled error', { method: ctx.method, route: routeTemplate(ctx), error: err });
+  // The stack goes to the trace (never to the log or the response).
+  trace.getActiveSpan()?.recordException(err instanceof Error ? err : String(err));
   return ApiError.internal();
 }
 
