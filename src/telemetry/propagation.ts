@@ -1,0 +1,32 @@
+import { context, propagation, ROOT_CONTEXT, type Span, SpanKind } from '@opentelemetry/api';
+import { tracer } from './tracing';
+
+/**
+ * The active trace as a W3C `traceparent`, to store in a row written in this transaction (a
+ * handoff, an event, an outbox message), or null when there is none (tracing off).
+ */
+export function currentTraceparent(): string | null {
+  const carrier: Record<string, string> = {};
+  propagation.inject(context.active(), carrier);
+  return carrier.traceparent ?? null;
+}
+
+/**
+ * Runs `fn` in a span `name` of the trace stored in a row (`traceparent`), so what it does joins
+ * the trace of whoever wrote the row; a new trace when the row has none.
+ */
+export function inStoredTrace<T>(
+  traceparent: string | null | undefined,
+  name: string,
+  attributes: Record<string, string | number>,
+  fn: (span: Span) => Promise<T>,
+): Promise<T> {
+  const parent = traceparent ? propagation.extract(ROOT_CONTEXT, { traceparent }) : ROOT_CONTEXT;
+  return tracer().startActiveSpan(name, { kind: SpanKind.CONSUMER, attributes }, parent, async (span) => {
+    try {
+      return await fn(span);
+    } finally {
+      span.end();
+    }
+  });
+}
