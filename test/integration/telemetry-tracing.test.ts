@@ -4,11 +4,10 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { Client } from '@temporalio/client';
 import type { WorkflowClientInterceptor } from '@temporalio/client';
 import { createApp } from '../../src/app';
-import { randomString } from '../../src/lib/ids';
 import { startHandoffRelay } from '../../src/temporal/handoff-relay';
 import { temporalClientInterceptors } from '../../src/telemetry/temporal';
 import { pgInstrumentation, startTracing, type Tracing } from '../../src/telemetry/tracing';
-import { call } from '../helpers/http';
+import { createSession, MINUTE, SECOND, sessionBody } from '../helpers/checkout-payments';
 import { HttpsReceiver, RECEIVER_HOST, startHttpsReceiver } from '../helpers/https-receiver';
 import { keepHistory } from '../helpers/histories';
 import { listen, startStack, Stack } from '../helpers/stack';
@@ -100,19 +99,13 @@ const tracedClient = (extra: WorkflowClientInterceptor[] = []) =>
     interceptors: { workflow: [...temporalClientInterceptors().workflow, ...extra] },
   });
 
-const SECOND = 1000;
-const MINUTE = 60 * SECOND;
-
-function sessionBody(expiresAt: Date) {
-  return {
-    reference_id: `order-${randomString(12)}`,
-    amount: 9000,
-    currency: 'IQD',
-    line_items: [{ label: 'Book', amount: 9000, type: 'charge' }],
-    success_url: 'https://shop.example.com/done',
-    expires_at: expiresAt.toISOString(),
-  };
-}
+/** Creates a session expiring in 30 minutes through `api` (201 expected). */
+const createExpiring = (api: { baseUrl: string }, secretKey: string) =>
+  createSession(
+    api,
+    secretKey,
+    sessionBody({ expires_at: new Date(stack.clock().getTime() + 30 * MINUTE).toISOString() }),
+  );
 
 /** The spans of `traceId` the collector has, once `names` are all among them (flushing meanwhile). */
 async function traceWith(traceId: string, names: string[]): Promise<ReceivedSpan[]> {
@@ -156,13 +149,7 @@ it('joins the create request, its SQL, the workflow start and task, the expiry a
   const api = await listen(createApp({ ...stack.deps, temporal: tracedClient() }));
   let sessionId: string;
   try {
-    const res = await call(api.baseUrl, 'POST', '/v1/checkout/sessions', {
-      key: m.secretKey,
-      body: sessionBody(new Date(stack.clock().getTime() + 30 * MINUTE)),
-      idempotencyKey: `idem_${randomString(16)}`,
-    });
-    expect(res.status).toBe(201);
-    sessionId = res.body.id;
+    sessionId = (await createExpiring(api, m.secretKey)).id;
   } finally {
     await api.close();
   }
@@ -218,13 +205,8 @@ it('keeps a handoff the relay delivers after the commit in its request trace', a
   const api = await listen(createApp({ ...stack.deps, temporal: tracedClient([refusing]) }));
   let sessionId: string;
   try {
-    const res = await call(api.baseUrl, 'POST', '/v1/checkout/sessions', {
-      key: m.secretKey,
-      body: sessionBody(new Date(stack.clock().getTime() + 30 * MINUTE)),
-      idempotencyKey: `idem_${randomString(16)}`,
-    });
-    expect(res.status).toBe(201); // the fast path was refused: the handoff row waits for the relay
-    sessionId = res.body.id;
+    // 201 although the fast path was refused: the handoff row waits for the relay.
+    sessionId = (await createExpiring(api, m.secretKey)).id;
   } finally {
     await api.close();
   }
