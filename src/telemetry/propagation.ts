@@ -12,6 +12,21 @@ export function currentTraceparent(): string | null {
 }
 
 /**
+ * Records a finished span `name` (from `startTime` to now) in the trace stored in a row, for a
+ * step done for many rows at once (the dispatcher's fan-out); nothing when the row has no trace.
+ */
+export function recordInStoredTrace(
+  traceparent: string | null | undefined,
+  name: string,
+  startTime: number,
+  attributes: Record<string, string | number>,
+): void {
+  if (!traceparent) return;
+  const parent = propagation.extract(ROOT_CONTEXT, { traceparent });
+  tracer().startSpan(name, { kind: SpanKind.CONSUMER, startTime, attributes }, parent).end();
+}
+
+/**
  * Runs `fn` in a span `name` of the trace stored in a row (`traceparent`), so what it does joins
  * the trace of whoever wrote the row; a new trace when the row has none.
  */

@@ -14,6 +14,8 @@ export interface DispatchableEvent {
   type: string;
   /** Set only on a `test` route event: it goes to that endpoint alone. */
   target_endpoint_id: string | null;
+  /** The trace that recorded the event (its fan-out is a span of it). */
+  traceparent?: string | null;
 }
 
 interface EndpointMatch {

@@ -168,6 +168,7 @@ it('joins the create request, its SQL, the workflow start and task, the expiry a
     'RunWorkflow:sessionWorkflow',
     'StartActivity:expireSession',
     'RunActivity:expireSession',
+    'webhook dispatch',
     'webhook delivery',
     'webhook POST',
   ]);
@@ -186,6 +187,7 @@ it('joins the create request, its SQL, the workflow start and task, the expiry a
   // The expiry activity's own SQL, then the delivery of the event it recorded, after the commit.
   const expiry = spans.find((s) => s.name === 'RunActivity:expireSession')!;
   expect(sql.some((s) => s.parentSpanId === expiry.spanId)).toBe(true);
+  expect(parentOf('webhook dispatch')).toBe('RunActivity:expireSession');
   expect(parentOf('webhook delivery')).toBe('RunActivity:expireSession');
   expect(parentOf('webhook POST')).toBe('webhook delivery');
   expect(spans.find((s) => s.name === 'webhook POST')!.attributes).toMatchObject({
