@@ -40,7 +40,7 @@ async function verifyOnReturn(deps: PublicDeps, attempt: AttemptRow): Promise<vo
     await pending().update({ verify_requested_at: null });
     log.warn('could not signal verify', {
       attempt_id: attempt.id,
-      error: err instanceof Error ? err.message : String(err),
+      error: err,
     });
   }
 }
