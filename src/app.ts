@@ -8,6 +8,7 @@ import { checkoutRouter } from './checkout/routes';
 import { hostedStack } from './hosted/routes';
 import type { AppDeps } from './deps';
 import { docsPage } from './openapi/routes';
+import { httpMetrics } from './telemetry/http';
 
 /** Mounts `middleware` only for paths under `prefix` (a whole segment), which it then owns entirely. */
 function under(prefix: string, middleware: Koa.Middleware<any, any>[]): Koa.Middleware {
@@ -37,6 +38,7 @@ export function createApp(deps: AppDeps): Koa {
   const hops = deps.settings.TRUST_PROXY;
   const app = new Koa({ proxy: hops > 0, maxIpsCount: hops });
   app.silent = true; // errors are rendered and logged by the per-API middleware
+  app.use(httpMetrics);
   app.use(partnerStack(deps, partnerRouter(deps)));
   const checkout = checkoutStack(deps, checkoutRouter(deps));
   app.use(checkout);

@@ -6,13 +6,34 @@ import { log } from '../lib/log';
 import { handoffsForgotten } from '../temporal/handoffs';
 import { connectTemporal } from '../temporal/client';
 import { requireSecretKeyForLive } from '../webhooks/runtime';
+import { registerDbPoolMetrics, startMetricsServer, type MetricsServer } from '../telemetry/metrics';
+import { postgresReady, temporalReady } from '../telemetry/readiness';
 
 /** `npm run api`: the HTTP API, stateless; run as many copies as needed. */
 async function main(): Promise<void> {
   const settings = loadSettings();
   const db = createDb(requireDatabaseUrl(settings), settings.DATABASE_POOL_MAX);
   await requireSecretKeyForLive(settings, db);
+  // Filled in as start-up proceeds; /readyz reports what is not there yet.
+  const started: { temporal?: Awaited<ReturnType<typeof connectTemporal>> } = {};
+  let metrics: MetricsServer | undefined;
+  if (settings.METRICS_PORT) {
+    registerDbPoolMetrics(db);
+    metrics = await startMetricsServer({
+      role: 'api',
+      host: settings.METRICS_HOST,
+      port: settings.METRICS_PORT,
+      readiness: async () => [
+        await postgresReady(db),
+        ...(started.temporal
+          ? await temporalReady(started.temporal.connection, settings.TEMPORAL_NAMESPACE)
+          : [{ name: 'temporal', ok: false, detail: 'connecting' }]),
+      ],
+    });
+    log.info('api metrics listening', { url: `${metrics.url}/metrics` });
+  }
   const temporal = await connectTemporal(settings);
+  started.temporal = temporal;
   const app = createApp({ db, settings, clock: systemClock, temporal });
   const server = app.listen(settings.PORT, settings.HOST, () => {
     log.info('api listening', {
@@ -25,7 +46,7 @@ async function main(): Promise<void> {
     server.close(() => {
       // Delivered handoffs still being deleted: let that finish (the relay would only repeat them).
       void handoffsForgotten(db)
-        .then(() => Promise.allSettled([db.destroy(), temporal.connection.close()]))
+        .then(() => Promise.allSettled([db.destroy(), temporal.connection.close(), metrics?.close()]))
         .then(() => process.exit(0));
     });
     setTimeout(() => process.exit(0), 5000).unref();

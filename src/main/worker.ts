@@ -1,5 +1,5 @@
 import { Client } from '@temporalio/client';
-import { NativeConnection } from '@temporalio/worker';
+import { NativeConnection, type Worker } from '@temporalio/worker';
 import { loadSettings, requireDatabaseUrl } from '../config';
 import { createDb } from '../db/knex';
 import { systemClock } from '../lib/clock';
@@ -14,15 +14,43 @@ import { requireSecretKeyForLive, webhookRuntime } from '../webhooks/runtime';
 import { ensureJanitor } from '../temporal/janitor';
 import { createWorker } from '../worker/create-worker';
 import { installSdkLogger } from '../worker/sdk-log';
+import { readSdkMetrics, registerDbPoolMetrics, startMetricsServer, type MetricsServer } from '../telemetry/metrics';
+import { postgresReady, temporalReady, workerReady } from '../telemetry/readiness';
 
 /** `npm run worker`: runs the workflows and activities; stateless; run as many copies as needed. */
 async function main(): Promise<void> {
-  installSdkLogger();
   const settings = loadSettings();
+  // The SDK's exporter listens on loopback only: the worker's /metrics serves its text with ours.
+  const sdkMetrics =
+    settings.WORKER_METRICS_PORT && settings.TEMPORAL_SDK_METRICS_PORT
+      ? `127.0.0.1:${settings.TEMPORAL_SDK_METRICS_PORT}`
+      : undefined;
+  installSdkLogger(sdkMetrics);
   const databaseUrl = requireDatabaseUrl(settings);
   const db = createDb(databaseUrl, settings.DATABASE_POOL_MAX);
   await requireSecretKeyForLive(settings, db);
+  // Filled in as start-up proceeds; /readyz reports what is not there yet.
+  const started: { connection?: NativeConnection; worker?: Worker } = {};
+  let metrics: MetricsServer | undefined;
+  if (settings.WORKER_METRICS_PORT) {
+    registerDbPoolMetrics(db);
+    metrics = await startMetricsServer({
+      role: 'worker',
+      host: settings.METRICS_HOST,
+      port: settings.WORKER_METRICS_PORT,
+      readiness: async () => [
+        await postgresReady(db),
+        ...(started.connection
+          ? await temporalReady(started.connection, settings.TEMPORAL_NAMESPACE)
+          : [{ name: 'temporal', ok: false, detail: 'connecting' }]),
+        workerReady(started.worker),
+      ],
+      extra: sdkMetrics ? () => readSdkMetrics(`http://${sdkMetrics}/metrics`) : undefined,
+    });
+    log.info('worker metrics listening', { url: `${metrics.url}/metrics` });
+  }
   const connection = await NativeConnection.connect(temporalConnectionOptions(settings));
+  started.connection = connection;
   // Delivery activities take newly queued webhook rows as the dispatcher commits them.
   const queueNotices = listenForQueuedRows(databaseUrl);
   const worker = await createWorker({
@@ -35,6 +63,7 @@ async function main(): Promise<void> {
     webhooks: webhookRuntime(settings),
     queueNotices,
   });
+  started.worker = worker;
   const client = new Client({ connection, namespace: settings.TEMPORAL_NAMESPACE });
   await ensureJanitor(client, settings.TEMPORAL_TASK_QUEUE);
   // Webhook fan-out after commit: any number of workers may run one (they share the work).
@@ -55,6 +84,7 @@ async function main(): Promise<void> {
   await running;
   await Promise.all([dispatcher.stop(), handoffs.stop(), relay?.stop(), queueNotices.stop()]);
   for (const transport of Object.values(transports)) transport.close?.();
+  await metrics?.close();
   await Promise.allSettled([db.destroy(), connection.close()]);
   log.info('worker stopped');
 }

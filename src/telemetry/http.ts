@@ -1,0 +1,54 @@
+import type { Middleware } from 'koa';
+import { Gauge, Histogram } from 'prom-client';
+import { registry } from './metrics';
+
+/** Which API a path belongs to: the label every HTTP metric carries. */
+export type ApiName = 'partner' | 'checkout' | 'public' | 'hosted' | 'other';
+
+/** The API of `path`, by its mount point (src/app.ts). */
+export function apiOf(path: string): ApiName {
+  const under = (prefix: string) => path === prefix || path.startsWith(`${prefix}/`);
+  if (under('/partner')) return 'partner';
+  if (under('/v1/public')) return 'public';
+  if (under('/v1')) return 'checkout';
+  if (under('/c') || under('/t') || under('/r') || under('/hosted')) return 'hosted';
+  return 'other';
+}
+
+const duration = new Histogram({
+  name: 'svc_http_request_duration_seconds',
+  help: 'HTTP requests by API, method, route template (unmatched: no route) and status class, from arrival to the last header.',
+  labelNames: ['api', 'method', 'route', 'status_class'] as const,
+  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  registers: [registry],
+});
+
+const inFlight = new Gauge({
+  name: 'svc_http_requests_in_flight',
+  help: 'HTTP requests being served, by API.',
+  labelNames: ['api'] as const,
+  registers: [registry],
+});
+
+const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+
+/**
+ * Times every request under its router's route template (`ctx._matchedRoute`, never the raw path,
+ * so ids never become labels); the outermost middleware, so errors rendered below it are counted
+ * with their final status.
+ */
+export const httpMetrics: Middleware = async (ctx, next) => {
+  const api = apiOf(ctx.path);
+  const stop = duration.startTimer();
+  inFlight.inc({ api });
+  let status = 500; // an error escaping every handler becomes Koa's 500
+  try {
+    await next();
+    status = ctx.status;
+  } finally {
+    inFlight.dec({ api });
+    const route = typeof ctx._matchedRoute === 'string' ? ctx._matchedRoute : 'unmatched';
+    const method = METHODS.has(ctx.method) ? ctx.method : 'other';
+    stop({ api, method, route, status_class: `${Math.floor(status / 100)}xx` });
+  }
+};
