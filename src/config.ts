@@ -34,6 +34,12 @@ const settingsSchema = z.object({
   TEMPORAL_TLS_CERT_PATH: z.string().min(1).optional(),
   TEMPORAL_TLS_KEY_PATH: z.string().min(1).optional(),
   TEMPORAL_API_KEY: z.string().min(1).optional(),
+  /**
+   * A namespace without our custom search attributes: `register` them at start-up (where the server
+   * allows it), or `check` only; either way a process that cannot have them refuses to start,
+   * naming the command that creates them.
+   */
+  TEMPORAL_SEARCH_ATTRIBUTES: z.enum(['register', 'check']).default('register'),
   /** The Temporal Web UI, for the links `ops workflow show` prints. */
   TEMPORAL_UI_URL: z.string().url().default('http://localhost:8233'),
   PARTNER_ENVIRONMENT: z.enum(['sandbox', 'live']).default('sandbox'),

@@ -4,7 +4,7 @@ import { createDb } from '../db/knex';
 import { systemClock } from '../lib/clock';
 import { log } from '../lib/log';
 import { handoffsForgotten } from '../temporal/handoffs';
-import { connectTemporal } from '../temporal/client';
+import { connectTemporal, requireSearchAttributes } from '../temporal/client';
 import { requireSecretKeyForLive } from '../webhooks/runtime';
 import { registerDbPoolMetrics, startMetricsServer, type MetricsServer } from '../telemetry/metrics';
 import { postgresReady, temporalReady } from '../telemetry/readiness';
@@ -33,6 +33,7 @@ async function main(): Promise<void> {
     log.info('api metrics listening', { url: `${metrics.url}/metrics` });
   }
   const temporal = await connectTemporal(settings);
+  await requireSearchAttributes(temporal.connection, settings);
   started.temporal = temporal;
   const app = createApp({ db, settings, clock: systemClock, temporal });
   const server = app.listen(settings.PORT, settings.HOST, () => {

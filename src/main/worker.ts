@@ -14,7 +14,9 @@ import { requireSecretKeyForLive, webhookRuntime } from '../webhooks/runtime';
 import { ensureJanitor } from '../temporal/janitor';
 import { createWorker } from '../worker/create-worker';
 import { installSdkLogger } from '../worker/sdk-log';
+import { requireSearchAttributes } from '../temporal/client';
 import { readSdkMetrics, registerDbPoolMetrics, startMetricsServer, type MetricsServer } from '../telemetry/metrics';
+import { registerBacklogGauges } from '../telemetry/backlogs';
 import { postgresReady, temporalReady, workerReady } from '../telemetry/readiness';
 
 /** `npm run worker`: runs the workflows and activities; stateless; run as many copies as needed. */
@@ -34,6 +36,7 @@ async function main(): Promise<void> {
   let metrics: MetricsServer | undefined;
   if (settings.WORKER_METRICS_PORT) {
     registerDbPoolMetrics(db);
+    registerBacklogGauges(db);
     metrics = await startMetricsServer({
       role: 'worker',
       host: settings.METRICS_HOST,
@@ -51,6 +54,7 @@ async function main(): Promise<void> {
   }
   const connection = await NativeConnection.connect(temporalConnectionOptions(settings));
   started.connection = connection;
+  await requireSearchAttributes(connection, settings);
   // Delivery activities take newly queued webhook rows as the dispatcher commits them.
   const queueNotices = listenForQueuedRows(databaseUrl);
   const worker = await createWorker({

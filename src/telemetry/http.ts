@@ -1,5 +1,5 @@
 import type { Middleware } from 'koa';
-import { Gauge, Histogram } from 'prom-client';
+import { Counter, Gauge, Histogram } from 'prom-client';
 import { registry } from './metrics';
 
 /** Which API a path belongs to: the label every HTTP metric carries. */
@@ -30,6 +30,24 @@ const inFlight = new Gauge({
   registers: [registry],
 });
 
+/** Idempotency-Key outcomes other than a first request: replayed answers, conflicts, requests still in progress. */
+export const idempotency = new Counter({
+  name: 'svc_idempotency_total',
+  help: 'Requests with an Idempotency-Key answered from the record (replayed), refused as a conflict, or refused as in progress.',
+  labelNames: ['api', 'outcome'] as const,
+  registers: [registry],
+});
+
+const rateLimited = new Counter({
+  name: 'svc_rate_limited_total',
+  help: 'Requests refused with 429, by API and rate-limit policy (the RateLimit-Policy name; other when none).',
+  labelNames: ['api', 'policy'] as const,
+  registers: [registry],
+});
+
+/** The policy name of a `RateLimit-Policy` field (`"checkout";q=100;w=1`); `other` when there is none. */
+const policyOf = (field: string) => /^"([a-z0-9_-]{1,40})"/.exec(field)?.[1] ?? 'other';
+
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 
 /**
@@ -50,5 +68,6 @@ export const httpMetrics: Middleware = async (ctx, next) => {
     const route = typeof ctx._matchedRoute === 'string' ? ctx._matchedRoute : 'unmatched';
     const method = METHODS.has(ctx.method) ? ctx.method : 'other';
     stop({ api, method, route, status_class: `${Math.floor(status / 100)}xx` });
+    if (status === 429) rateLimited.inc({ api, policy: policyOf(ctx.response.get('RateLimit-Policy')) });
   }
 };

@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { Client, Connection, ConnectionOptions } from '@temporalio/client';
 import type { Settings } from '../config';
+import { log } from '../lib/log';
+import { ensureSearchAttributes, type OperatorConnection } from './search-attribute-setup';
 
 /** Connection options for TEMPORAL_ADDRESS, with mTLS or an API key for Temporal Cloud. */
 export function temporalConnectionOptions(
@@ -26,4 +28,15 @@ export function temporalConnectionOptions(
 export async function connectTemporal(settings: Settings): Promise<Client> {
   const connection = await Connection.connect(temporalConnectionOptions(settings));
   return new Client({ connection, namespace: settings.TEMPORAL_NAMESPACE });
+}
+
+/** `ensureSearchAttributes` as TEMPORAL_SEARCH_ATTRIBUTES says, logging what it registered. */
+export async function requireSearchAttributes(connection: OperatorConnection, settings: Settings): Promise<void> {
+  const namespace = settings.TEMPORAL_NAMESPACE;
+  const { registered } = await ensureSearchAttributes(
+    connection,
+    namespace,
+    settings.TEMPORAL_SEARCH_ATTRIBUTES === 'register',
+  );
+  if (registered.length > 0) log.info('registered the missing search attributes', { namespace, registered });
 }

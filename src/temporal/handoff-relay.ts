@@ -1,3 +1,5 @@
+import { temporalErrorCause } from './grpc-error';
+import { handoffRelayFailures } from '../telemetry/durable';
 import type { Db } from '../db/knex';
 import { type NotifiedLoop, startNotifiedLoop } from '../db/notified-loop';
 import { systemClock } from '../lib/clock';
@@ -72,14 +74,19 @@ export function startHandoffRelay(deps: HandoffRelayDeps): HandoffRelay {
     try {
       await deliverHandoff(target, row.payload);
     } catch (err) {
-      const error = (err instanceof Error ? err.message : String(err)).slice(0, LAST_ERROR_MAX_CHARS);
+      const cause = temporalErrorCause(err);
+      const error = [cause.error, cause.grpc_message && `${cause.grpc_status}: ${cause.grpc_message}`]
+        .filter(Boolean)
+        .join(': ')
+        .slice(0, LAST_ERROR_MAX_CHARS);
       await deps.db('workflow_handoffs').where({ id: row.id }).update({ last_error: error });
+      handoffRelayFailures.inc({ reason: cause.grpc_status });
       log.warn('handoff not delivered; will retry', {
         handoff_id: row.id,
         kind: row.payload.kind,
         workflow_id: row.workflow_id,
         attempts: row.attempts,
-        error,
+        ...cause,
       });
       return;
     }

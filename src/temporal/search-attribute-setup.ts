@@ -1,5 +1,6 @@
 import type { OperatorService } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
+import { temporalErrorCause } from './grpc-error';
 import { searchAttributeKeys } from './search-attributes';
 
 /** What the search-attribute calls need of a connection (the client's `Connection` or the worker's `NativeConnection`). */
@@ -23,6 +24,39 @@ export async function registerSearchAttributes(connection: OperatorConnection, n
 export async function missingSearchAttributes(connection: OperatorConnection, namespace: string): Promise<string[]> {
   const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
   return searchAttributeKeys.map((key) => key.name).filter((name) => !customAttributes?.[name]);
+}
+
+/** The CLI commands that create our search attributes in `namespace`, for an operator to run. */
+export const searchAttributeCreateCommand = (namespace: string, names: readonly string[]): string =>
+  `temporal operator search-attribute create --namespace ${namespace} ${names.map((n) => `--name ${n} --type Keyword`).join(' ')}`;
+
+/**
+ * Makes sure `namespace` has every custom search attribute before a process starts workflows or
+ * polls for them (without them every start and every search-attribute update fails, and retries
+ * forever). Missing ones are registered when `register` is on and the server allows it (a dev
+ * server, a self-hosted cluster with operator rights); otherwise this throws an error naming the
+ * command that creates them.
+ */
+export async function ensureSearchAttributes(
+  connection: OperatorConnection,
+  namespace: string,
+  register: boolean,
+): Promise<{ registered: string[] }> {
+  const missing = await missingSearchAttributes(connection, namespace);
+  if (missing.length === 0) return { registered: [] };
+  const refuse = (why: string) =>
+    new Error(
+      `Temporal namespace ${namespace} lacks the search attributes ${missing.join(', ')} (${why}). ` +
+        `Create them with: ${searchAttributeCreateCommand(namespace, missing)}`,
+    );
+  if (!register) throw refuse('TEMPORAL_SEARCH_ATTRIBUTES=check');
+  try {
+    await registerSearchAttributes(connection, namespace);
+  } catch (err) {
+    const cause = temporalErrorCause(err);
+    throw refuse(`registering them failed: ${cause.grpc_status} ${cause.grpc_message ?? cause.error}`);
+  }
+  return { registered: missing };
 }
 
 /** `--search-attribute Name=Keyword` flags for `temporal server start-dev`. */
