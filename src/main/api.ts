@@ -7,7 +7,7 @@ import { handoffsForgotten } from '../temporal/handoffs';
 import { connectTemporal, requireSearchAttributes } from '../temporal/client';
 import { requireSecretKeyForLive } from '../webhooks/runtime';
 import { registerDbPoolMetrics, startMetricsServer, type MetricsServer } from '../telemetry/metrics';
-import { postgresReady, temporalReady } from '../telemetry/readiness';
+import { serviceReady } from '../telemetry/readiness';
 
 /** `npm run api`: the HTTP API, stateless; run as many copies as needed. */
 async function main(): Promise<void> {
@@ -23,12 +23,7 @@ async function main(): Promise<void> {
       role: 'api',
       host: settings.METRICS_HOST,
       port: settings.METRICS_PORT,
-      readiness: async () => [
-        await postgresReady(db),
-        ...(started.temporal
-          ? await temporalReady(started.temporal.connection, settings.TEMPORAL_NAMESPACE)
-          : [{ name: 'temporal', ok: false, detail: 'connecting' }]),
-      ],
+      readiness: () => serviceReady(db, started.temporal?.connection, settings.TEMPORAL_NAMESPACE),
     });
     log.info('api metrics listening', { url: `${metrics.url}/metrics` });
   }

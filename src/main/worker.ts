@@ -17,7 +17,7 @@ import { installSdkLogger } from '../worker/sdk-log';
 import { requireSearchAttributes } from '../temporal/client';
 import { readSdkMetrics, registerDbPoolMetrics, startMetricsServer, type MetricsServer } from '../telemetry/metrics';
 import { registerBacklogGauges } from '../telemetry/backlogs';
-import { postgresReady, temporalReady, workerReady } from '../telemetry/readiness';
+import { serviceReady, workerReady } from '../telemetry/readiness';
 
 /** `npm run worker`: runs the workflows and activities; stateless; run as many copies as needed. */
 async function main(): Promise<void> {
@@ -42,10 +42,7 @@ async function main(): Promise<void> {
       host: settings.METRICS_HOST,
       port: settings.WORKER_METRICS_PORT,
       readiness: async () => [
-        await postgresReady(db),
-        ...(started.connection
-          ? await temporalReady(started.connection, settings.TEMPORAL_NAMESPACE)
-          : [{ name: 'temporal', ok: false, detail: 'connecting' }]),
+        ...(await serviceReady(db, started.connection, settings.TEMPORAL_NAMESPACE)),
         workerReady(started.worker),
       ],
       extra: sdkMetrics ? () => readSdkMetrics(`http://${sdkMetrics}/metrics`) : undefined,

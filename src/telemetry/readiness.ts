@@ -13,7 +13,7 @@ const failed = (name: string, err: unknown): ReadinessCheck => ({
 });
 
 /** Postgres answers a trivial statement. */
-export async function postgresReady(db: Db): Promise<ReadinessCheck> {
+async function postgresReady(db: Db): Promise<ReadinessCheck> {
   try {
     await withDeadline('postgres', CHECK_TIMEOUT_MS, () => db.raw('SELECT 1'));
     return { name: 'postgres', ok: true };
@@ -23,7 +23,7 @@ export async function postgresReady(db: Db): Promise<ReadinessCheck> {
 }
 
 /** Temporal answers on `connection`, and `namespace` has every custom search attribute (which starts and wakes need). */
-export async function temporalReady(
+async function temporalReady(
   connection: OperatorConnection & { workflowService: WorkflowService },
   namespace: string,
 ): Promise<ReadinessCheck[]> {
@@ -43,6 +43,19 @@ export async function temporalReady(
   } catch (err) {
     return [{ name: 'temporal', ok: true }, failed('search_attributes', err)];
   }
+}
+
+/** What every process needs to serve: Postgres, and Temporal on `connection` (undefined while it is still connecting). */
+export async function serviceReady(
+  db: Db,
+  connection: (OperatorConnection & { workflowService: WorkflowService }) | undefined,
+  namespace: string,
+): Promise<ReadinessCheck[]> {
+  const [postgres, temporal] = await Promise.all([
+    postgresReady(db),
+    connection ? temporalReady(connection, namespace) : [{ name: 'temporal', ok: false, detail: 'connecting' }],
+  ]);
+  return [postgres, ...temporal];
 }
 
 /** The worker polls its task queues (state RUNNING). */

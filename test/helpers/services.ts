@@ -1,12 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client as PgClient } from 'pg';
 import { randomString } from '../../src/lib/ids';
 import { createDb, migrateLatest } from '../../src/db/knex';
-import { freePort } from '../../scripts/processes';
-import { startTemporalDevServer } from '../../scripts/temporal-dev-server';
 import { readRunEnv } from './stack';
 
 const root = join(__dirname, '..', '..');
@@ -32,28 +28,6 @@ export async function ownDatabase() {
       await db.destroy();
       await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       await admin.end();
-    },
-  };
-}
-
-/** A `temporal server start-dev` of the file's own on free loopback ports; `searchAttributes: false` leaves ours out. */
-export async function ownDevServer(options: { searchAttributes?: boolean } = {}) {
-  const dbFile = join(tmpdir(), `svc-test-temporal-${process.pid}-${Date.now()}.db`);
-  const server = await startTemporalDevServer({
-    cli: readRunEnv().temporalCliPath,
-    port: await freePort(),
-    uiPort: await freePort(),
-    dbFile,
-    namespace: 'default',
-    logFile: `${dbFile}.log`,
-    timeoutMs: 120_000,
-    searchAttributes: options.searchAttributes,
-  });
-  return {
-    address: server.address,
-    async stop() {
-      await server.child.stop();
-      for (const file of [dbFile, `${dbFile}-wal`, `${dbFile}-shm`, `${dbFile}.log`]) rmSync(file, { force: true });
     },
   };
 }

@@ -7,7 +7,8 @@ import { recordHandoff } from '../../src/temporal/handoffs';
 import { missingSearchAttributes } from '../../src/temporal/search-attribute-setup';
 import { searchAttributeKeys } from '../../src/temporal/search-attributes';
 import { buildMerchant } from '../helpers/factories';
-import { ownDatabase, ownDevServer, startService, untilStatus } from '../helpers/services';
+import { startTestDevServer } from '../helpers/stack';
+import { ownDatabase, startService, untilStatus } from '../helpers/services';
 
 /**
  * A fresh Temporal namespace lacks our custom search attributes, and without them every session
@@ -18,10 +19,10 @@ import { ownDatabase, ownDevServer, startService, untilStatus } from '../helpers
 jest.setTimeout(180_000);
 
 let database: Awaited<ReturnType<typeof ownDatabase>>;
-let temporal: Awaited<ReturnType<typeof ownDevServer>>;
+let temporal: Awaited<ReturnType<typeof startTestDevServer>>;
 let connection: Connection;
 beforeAll(async () => {
-  [database, temporal] = await Promise.all([ownDatabase(), ownDevServer({ searchAttributes: false })]);
+  [database, temporal] = await Promise.all([ownDatabase(), startTestDevServer({ searchAttributes: false })]);
   connection = await Connection.connect({ address: temporal.address });
 }, 180_000);
 afterAll(async () => {

@@ -8,7 +8,8 @@ import { payableBody, shopper } from '../helpers/checkout-payments';
 import { buildMerchant } from '../helpers/factories';
 import { call } from '../helpers/http';
 import { startHttpsReceiver, type HttpsReceiver } from '../helpers/https-receiver';
-import { ownDatabase, ownDevServer, startService, untilStatus, type ServiceProcess } from '../helpers/services';
+import { startTestDevServer } from '../helpers/stack';
+import { ownDatabase, startService, untilStatus, type ServiceProcess } from '../helpers/services';
 
 /**
  * A real Prometheus scrapes a real API and worker (the entry points, as processes, with their
@@ -21,7 +22,7 @@ const PROMETHEUS = process.env.PROMETHEUS_PATH ?? '/usr/bin/prometheus';
 jest.setTimeout(240_000);
 
 let database: Awaited<ReturnType<typeof ownDatabase>>;
-let temporal: Awaited<ReturnType<typeof ownDevServer>>;
+let temporal: Awaited<ReturnType<typeof startTestDevServer>>;
 let receiver: HttpsReceiver;
 let api: ServiceProcess;
 let worker: ServiceProcess;
@@ -33,7 +34,7 @@ let prometheusDir: string;
 beforeAll(async () => {
   if (!existsSync(PROMETHEUS))
     throw new Error(`No Prometheus at ${PROMETHEUS}: npm test installs it (or set PROMETHEUS_PATH).`);
-  [database, temporal, receiver] = await Promise.all([ownDatabase(), ownDevServer(), startHttpsReceiver()]);
+  [database, temporal, receiver] = await Promise.all([ownDatabase(), startTestDevServer(), startHttpsReceiver()]);
   receiver.respond = (req) => ({ status: req.path === '/fail' ? 500 : 200 });
   const [apiPort, apiMetrics, workerMetrics, sdkMetrics, prometheusPort] = await Promise.all(
     Array.from({ length: 5 }, () => freePort()),
