@@ -33,10 +33,13 @@ export async function connectTemporal(settings: Settings): Promise<Client> {
 /** `ensureSearchAttributes` as TEMPORAL_SEARCH_ATTRIBUTES says, logging what it registered. */
 export async function requireSearchAttributes(connection: OperatorConnection, settings: Settings): Promise<void> {
   const namespace = settings.TEMPORAL_NAMESPACE;
-  const { registered } = await ensureSearchAttributes(
+  const { registered, unchecked } = await ensureSearchAttributes(
     connection,
     namespace,
     settings.TEMPORAL_SEARCH_ATTRIBUTES === 'register',
   );
+  if (unchecked) {
+    log.warn('cannot list the namespace search attributes (no operator rights); not checked', { namespace });
+  }
   if (registered.length > 0) log.info('registered the missing search attributes', { namespace, registered });
 }

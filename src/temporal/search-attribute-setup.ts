@@ -20,10 +20,24 @@ export async function registerSearchAttributes(connection: OperatorConnection, n
   });
 }
 
-/** The names of our custom search attributes that `namespace` lacks (empty when it has them all). */
-export async function missingSearchAttributes(connection: OperatorConnection, namespace: string): Promise<string[]> {
-  const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
-  return searchAttributeKeys.map((key) => key.name).filter((name) => !customAttributes?.[name]);
+/** gRPC statuses of a server that does not let this client list search attributes (Temporal Cloud without operator rights). */
+const CANNOT_LIST = new Set(['UNIMPLEMENTED', 'PERMISSION_DENIED']);
+
+/**
+ * The names of our custom search attributes that `namespace` lacks (empty when it has them all);
+ * null when the server does not let us list them, which then cannot be checked from here.
+ */
+export async function missingSearchAttributes(
+  connection: OperatorConnection,
+  namespace: string,
+): Promise<string[] | null> {
+  try {
+    const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
+    return searchAttributeKeys.map((key) => key.name).filter((name) => !customAttributes?.[name]);
+  } catch (err) {
+    if (CANNOT_LIST.has(temporalErrorCause(err).grpc_status)) return null;
+    throw err;
+  }
 }
 
 /** The CLI commands that create our search attributes in `namespace`, for an operator to run. */
@@ -41,8 +55,9 @@ export async function ensureSearchAttributes(
   connection: OperatorConnection,
   namespace: string,
   register: boolean,
-): Promise<{ registered: string[] }> {
+): Promise<{ registered: string[]; unchecked?: boolean }> {
   const missing = await missingSearchAttributes(connection, namespace);
+  if (missing === null) return { registered: [], unchecked: true };
   if (missing.length === 0) return { registered: [] };
   const refuse = (why: string) =>
     new Error(

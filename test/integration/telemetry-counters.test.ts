@@ -14,7 +14,8 @@ import { startStack, Stack } from '../helpers/stack';
  */
 let stack: Stack;
 beforeAll(async () => {
-  stack = await startStack();
+  // A small bulk limit, so the rate-limit counter is reached in a few requests.
+  stack = await startStack({ PARTNER_BULK_RATE_LIMIT: '2' });
 });
 afterAll(() => stack.stop());
 
@@ -171,4 +172,26 @@ it('times requests under their route template, never the path with its id', asyn
   expect({ reads, unmatched }).toEqual({ reads: 1, unmatched: 1 });
   const { values } = await registry.getSingleMetric('svc_http_request_duration_seconds')!.get();
   expect(values.filter((v) => String(v.labels.route).includes(s.id))).toEqual([]);
+});
+
+it('counts a request refused with 429 by API and rate-limit policy', async () => {
+  const seller = await buildSeller(stack.db);
+  const api = partnerClient(stack.baseUrl, seller.key);
+  const [limited] = await deltas(
+    [['svc_rate_limited_total', { api: 'partner', policy: 'inventory-bulk' }]],
+    async () => {
+      const statuses = [];
+      // Inside one fixed window, whenever the test runs.
+      stack.clock.freeze(new Date(Math.ceil(Date.now() / 600_000) * 600_000 + 20_000));
+      try {
+        for (let i = 0; i < 3; i++) {
+          statuses.push((await api.bulkInventory({ items: [{ external_sku: 'NONE', on_hand: 1 }] })).status);
+        }
+      } finally {
+        stack.clock.unfreeze();
+      }
+      expect(statuses).toEqual([200, 200, 429]);
+    },
+  );
+  expect(limited).toBe(1);
 });
