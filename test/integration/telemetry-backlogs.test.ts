@@ -1,13 +1,16 @@
-import { createDb, Db } from '../../src/db/knex';
+import type { Db } from '../../src/db/knex';
 import { BACKLOG_STATEMENT, readBacklogs } from '../../src/telemetry/backlogs';
-import { readRunEnv } from '../helpers/stack';
+import { ownDatabase } from '../helpers/services';
 
 /** The scrape-time backlog gauges read indexes only: a gauge that scans a table slows every scrape as the table grows. */
+// A database of the file's own: the figures are exact, with no other test file's rows in them.
+let own: Awaited<ReturnType<typeof ownDatabase>>;
 let db: Db;
-beforeAll(() => {
-  db = createDb(readRunEnv().databaseUrl, 2);
+beforeAll(async () => {
+  own = await ownDatabase();
+  db = own.db;
 });
-afterAll(() => db.destroy());
+afterAll(() => own.drop());
 
 it('reads every backlog through an index, never a sequential scan', async () => {
   const plan = await db.transaction(async (trx) => {
@@ -21,15 +24,31 @@ it('reads every backlog through an index, never a sequential scan', async () => 
     expect(plan).toContain(index);
 });
 
-it('counts an unsent SMS in the outbox backlog, with its age', async () => {
-  const before = await readBacklogs(db);
-  await db('outbox').insert({
-    kind: 'sms',
-    to: '+9647700000001',
-    body: 'x',
-    created_at: new Date(Date.now() - 3_600_000),
+it('counts what waits in each queue, with the age of the oldest, and nothing once it is sent', async () => {
+  expect(await readBacklogs(db)).toEqual({
+    webhook_deliveries_pending: 0,
+    webhook_oldest_due_delivery_age_seconds: 0,
+    handoffs_pending: 0,
+    handoff_oldest_age_seconds: 0,
+    outbox: {
+      sms: { pending: 0, oldest_pending_age_seconds: 0 },
+      email: { pending: 0, oldest_pending_age_seconds: 0 },
+    },
   });
-  const after = await readBacklogs(db);
-  expect(after.outbox.sms.pending).toBe(before.outbox.sms.pending + 1);
-  expect(after.outbox.sms.oldest_pending_age_seconds).toBeGreaterThanOrEqual(3599);
+  const hourAgo = new Date(Date.now() - 3_600_000);
+  const [{ id }] = await db('outbox')
+    .insert([
+      { kind: 'sms', to: '+9647700000001', body: 'x', created_at: hourAgo },
+      { kind: 'sms', to: '+9647700000002', body: 'y' },
+    ])
+    .returning('id');
+  const waiting = await readBacklogs(db);
+  expect(waiting.outbox.sms.pending).toBe(2);
+  expect(waiting.outbox.sms.oldest_pending_age_seconds).toBeGreaterThanOrEqual(3600);
+  expect(waiting.outbox.sms.oldest_pending_age_seconds).toBeLessThan(3660);
+  expect(waiting.outbox.email).toEqual({ pending: 0, oldest_pending_age_seconds: 0 });
+  await db('outbox').where({ id }).update({ sent_at: new Date(), next_attempt_at: null });
+  const sent = await readBacklogs(db);
+  expect(sent.outbox.sms.pending).toBe(1);
+  expect(sent.outbox.sms.oldest_pending_age_seconds).toBeLessThan(60);
 });

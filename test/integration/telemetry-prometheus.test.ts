@@ -86,7 +86,11 @@ beforeAll(async () => {
 }, 240_000);
 
 afterAll(async () => {
-  prometheus?.kill('SIGTERM');
+  if (prometheus && prometheus.exitCode === null) {
+    const exited = new Promise((resolve) => prometheus.once('exit', resolve));
+    prometheus.kill('SIGTERM');
+    await exited;
+  }
   await Promise.all([api?.stop(), worker?.stop()]);
   await Promise.all([receiver?.close(), temporal?.stop(), database?.drop()]);
   if (prometheusDir) rmSync(prometheusDir, { recursive: true, force: true });
