@@ -36,7 +36,7 @@ async function main(): Promise<void> {
   let metrics: MetricsServer | undefined;
   if (settings.WORKER_METRICS_PORT) {
     registerDbPoolMetrics(db);
-    registerBacklogGauges(db);
+    registerBacklogGauges(db, Object.keys(transportsFromSettings(settings)) as Array<'sms' | 'email'>);
     metrics = await startMetricsServer({
       role: 'worker',
       host: settings.METRICS_HOST,

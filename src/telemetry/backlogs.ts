@@ -24,11 +24,13 @@ const unsentOutbox = (kind: 'sms' | 'email') =>
 /**
  * One statement, each part served by an index (EXPLAIN in test/integration/telemetry-backlogs.test.ts):
  * counts walk only the pending entries of a partial index, up to BACKLOG_COUNT_CAP; ages read the
- * first entry of one (webhook_queue_pending_age, outbox_unsent, the handoffs' primary key).
+ * first entry of one (webhook_queue_pending_due, outbox_unsent, the handoffs' primary key). A claimed
+ * row's next_attempt_at is its lease's end, so a delivery being sent is not due.
  */
 export const BACKLOG_STATEMENT = `SELECT
   (SELECT count(*) FROM (SELECT 1 FROM webhook_queue WHERE status = 'pending' LIMIT ${BACKLOG_COUNT_CAP}) w) AS webhook_pending,
-  (SELECT extract(epoch FROM now() - created_at) FROM webhook_queue WHERE status = 'pending' ORDER BY created_at LIMIT 1) AS webhook_oldest,
+  (SELECT extract(epoch FROM now() - next_attempt_at) FROM webhook_queue
+    WHERE status = 'pending' AND next_attempt_at <= now() ORDER BY next_attempt_at LIMIT 1) AS webhook_oldest,
   (SELECT count(*) FROM (SELECT 1 FROM workflow_handoffs LIMIT ${BACKLOG_COUNT_CAP}) h) AS handoffs_pending,
   (SELECT extract(epoch FROM now() - created_at) FROM workflow_handoffs ORDER BY id LIMIT 1) AS handoff_oldest,
   (SELECT count(*) FROM (SELECT 1 ${unsentOutbox('sms')} LIMIT ${BACKLOG_COUNT_CAP}) s) AS sms_pending,
@@ -70,9 +72,11 @@ export async function readBacklogs(db: Db): Promise<Backlogs> {
 
 /**
  * The backlog gauges, read from Postgres at scrape time (one statement for all of them per scrape).
- * Registered by the worker only: every process sees the same rows, so one exporter is enough.
+ * Registered by the worker only: every process sees the same rows, so one exporter is enough. The
+ * outbox series are there for `outboxKinds`, the kinds this worker has a transport for (the rest
+ * stay in the outbox by design, for `ops outbox list`, and would only look stuck).
  */
-export function registerBacklogGauges(db: Db): void {
+export function registerBacklogGauges(db: Db, outboxKinds: ReadonlyArray<'sms' | 'email'>): void {
   // Every gauge's collect() asks for the figures; one scrape shares one read.
   let current: Promise<Backlogs | undefined> | undefined;
   const read = () => {
@@ -103,7 +107,7 @@ export function registerBacklogGauges(db: Db): void {
   );
   gauge(
     'svc_webhook_oldest_due_delivery_age_seconds',
-    'Age of the oldest pending webhook delivery, since it was queued (retries waiting included); 0 when none.',
+    'How long the pending webhook delivery due first (next attempt time passed, not being sent) has been due; 0 when none is.',
     (g, b) => g.set(b.webhook_oldest_due_delivery_age_seconds),
   );
   gauge(
@@ -115,8 +119,7 @@ export function registerBacklogGauges(db: Db): void {
     'svc_outbox_pending',
     `Outbox messages waiting to be sent, by kind (counted up to ${BACKLOG_COUNT_CAP}).`,
     (g, b) => {
-      g.set({ kind: 'sms' }, b.outbox.sms.pending);
-      g.set({ kind: 'email' }, b.outbox.email.pending);
+      for (const kind of outboxKinds) g.set({ kind }, b.outbox[kind].pending);
     },
     ['kind'],
   );
@@ -124,8 +127,7 @@ export function registerBacklogGauges(db: Db): void {
     'svc_outbox_oldest_pending_age_seconds',
     'Age of the oldest outbox message waiting to be sent, by kind; 0 when none.',
     (g, b) => {
-      g.set({ kind: 'sms' }, b.outbox.sms.oldest_pending_age_seconds);
-      g.set({ kind: 'email' }, b.outbox.email.oldest_pending_age_seconds);
+      for (const kind of outboxKinds) g.set({ kind }, b.outbox[kind].oldest_pending_age_seconds);
     },
     ['kind'],
   );

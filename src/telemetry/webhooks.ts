@@ -19,6 +19,11 @@ const lag = new Histogram({
   registers: [registry],
 });
 
+// Every outcome from 0, so that a rate over the first failure is not lost to a series that did not exist yet.
+for (const outcome of ['delivered', 'http_4xx', 'http_5xx', 'timeout', 'refused', 'redirect', 'network'] as const) {
+  attempts.inc({ outcome }, 0);
+}
+
 /** Endpoints disabled after failing for three days. */
 export const webhookEndpointsDisabled = new Counter({
   name: 'svc_webhook_endpoints_disabled_total',

@@ -20,7 +20,7 @@ it('reads every backlog through an index, never a sequential scan', async () => 
     return (rows as Array<{ 'QUERY PLAN': string }>).map((r) => r['QUERY PLAN']).join('\n');
   });
   expect(plan).not.toMatch(/Seq Scan/);
-  for (const index of ['webhook_queue_pending_age', 'outbox_unsent', 'workflow_handoffs_pkey'])
+  for (const index of ['webhook_queue_pending_due', 'outbox_unsent', 'workflow_handoffs_pkey'])
     expect(plan).toContain(index);
 });
 

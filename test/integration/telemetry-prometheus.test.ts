@@ -192,13 +192,23 @@ describe('metrics scraped by a real Prometheus', () => {
     expect(await eventually('sum(svc_webhook_delivery_lag_seconds_count)', (v) => v === delivered)).toBe(delivered);
   });
 
-  it('shows the failing delivery in the backlog gauges while its endpoint fails', async () => {
+  it('shows the failing delivery in the backlog gauges, and how long it is overdue once its retry time passes', async () => {
     expect(await eventually('svc_webhook_deliveries_pending{job="worker"}', (v) => v === 1)).toBe(1);
-    expect(await eventually('svc_webhook_oldest_due_delivery_age_seconds{job="worker"}', (v) => v > 0)).toBeGreaterThan(
-      0,
-    );
+    // Waiting for its retry (a minute after the 500), the failing delivery is not due yet.
+    expect(await eventually('svc_webhook_oldest_due_delivery_age_seconds{job="worker"}', (v) => v === 0)).toBe(0);
+    // Its retry time passes unnoticed (a lost wake; the dispatcher's sweep wakes rows 30 s overdue):
+    // the gauge shows how long it has been due.
+    await database
+      .db('webhook_queue')
+      .where({ status: 'pending' })
+      .update({ next_attempt_at: database.db.raw("now() - interval '10 seconds'") });
+    const due = await eventually('svc_webhook_oldest_due_delivery_age_seconds{job="worker"}', (v) => v >= 10);
+    expect(due).toBeGreaterThanOrEqual(10);
     expect(await eventually('svc_handoff_oldest_age_seconds{job="worker"}', (v) => v === 0)).toBe(0);
-    expect(await eventually('svc_outbox_pending{job="worker",kind="sms"}', (v) => v === 0)).toBe(0);
+    // No outbox transport in this worker: no outbox backlog series (the messages stay by design), given-up from 0.
+    expect(await eventually('absent(svc_outbox_pending{job="worker"})', (v) => v === 1)).toBe(1);
+    expect(await eventually('sum(svc_outbox_given_up_total{job="worker"})', (v) => v === 0)).toBe(0);
+    expect(await eventually('count(svc_outbox_given_up_total{job="worker"})', (v) => v === 2)).toBe(2);
   });
 
   it('exports the Temporal SDK metrics through the worker, in seconds', async () => {
