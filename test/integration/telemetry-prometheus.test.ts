@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomString } from '../../src/lib/ids';
@@ -30,6 +30,8 @@ let apiUrl: string;
 let prometheus: ChildProcess;
 let prometheusUrl: string;
 let prometheusDir: string;
+let apiMetricsUrl: string;
+let workerMetricsUrl: string;
 
 beforeAll(async () => {
   if (!existsSync(PROMETHEUS))
@@ -40,6 +42,8 @@ beforeAll(async () => {
     Array.from({ length: 5 }, () => freePort()),
   );
   apiUrl = `http://127.0.0.1:${apiPort}`;
+  apiMetricsUrl = `http://127.0.0.1:${apiMetrics}`;
+  workerMetricsUrl = `http://127.0.0.1:${workerMetrics}`;
   const env = {
     DATABASE_URL: database.url,
     TEMPORAL_ADDRESS: temporal.address,
@@ -96,6 +100,13 @@ afterAll(async () => {
   if (prometheusDir) rmSync(prometheusDir, { recursive: true, force: true });
 });
 
+/** SDK counters whose series the SDK's exporter creates at their first event (none happens in this journey). */
+const FIRST_EVENT_ONLY = new Set([
+  'temporal_sticky_cache_miss_total',
+  'temporal_workflow_task_execution_failed_total',
+  'temporal_request_failure_total',
+]);
+
 type Sample = { metric: Record<string, string>; value: [number, string] };
 
 /** An instant query through Prometheus's HTTP API. */
@@ -142,6 +153,12 @@ async function payingMerchant(path: string, sessions: number) {
     const paid = await pub('POST', `/sessions/${created.body.code}/attempts`, { body: { method: 'cashondelivery' } });
     expect(paid.status).toBe(201);
   }
+}
+
+/** The `# TYPE` lines (name → type) of the exposition text `url` serves. */
+async function exportedTypes(url: string): Promise<Map<string, string>> {
+  const text = await (await fetch(url)).text();
+  return new Map([...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => [m[1], m[2]]));
 }
 
 describe('metrics scraped by a real Prometheus', () => {
@@ -231,5 +248,25 @@ describe('metrics scraped by a real Prometheus', () => {
       expect(await eventually(`count(svc_nodejs_eventloop_lag_seconds{job="${job}"})`, (v) => v === 1)).toBe(1);
       expect(await eventually(`count(svc_nodejs_heap_size_used_bytes{job="${job}"})`, (v) => v === 1)).toBe(1);
     }
+  });
+
+  it('exports every metric of the contract (ops/metrics.json) with its type, the SDK ones from the worker only', async () => {
+    const contract = JSON.parse(readFileSync(join(__dirname, '..', '..', 'ops', 'metrics.json'), 'utf8')) as {
+      metrics: Array<{ name: string; type: string }>;
+    };
+    const [api, worker] = await Promise.all([
+      exportedTypes(`${apiMetricsUrl}/metrics`),
+      exportedTypes(`${workerMetricsUrl}/metrics`),
+    ]);
+    const missing = contract.metrics.flatMap(({ name, type }) => {
+      if (FIRST_EVENT_ONLY.has(name)) return [];
+      // A counter's family may be named without its _total suffix.
+      const family = type === 'counter' ? name.replace(/_total$/, '') : name;
+      const typeIn = (exported: Map<string, string>) => exported.get(family) ?? exported.get(name);
+      // Ours from whichever process produces them; the SDK's from the worker (the API's client has none).
+      const found = name.startsWith('temporal_') ? typeIn(worker) : (typeIn(api) ?? typeIn(worker));
+      return found === type ? [] : [`${name} (${type}): ${found}`];
+    });
+    expect(missing).toEqual([]);
   });
 });
