@@ -14,9 +14,15 @@ import * as workflowHandoffs from './20261124140000_workflow_handoffs';
 import * as fastForward from './20261124150000_fast_forward';
 import * as idempotencyJson from './20261124160000_idempotency_json';
 import * as variantCounts from './20261124170000_variant_counts';
+import * as backlogGaugeIndexes from './20261125110000_backlog_gauge_indexes';
 import * as traceContext from './20261125115000_trace_context';
 
-type Migration = { up(knex: Knex): Promise<void>; down?(knex: Knex): Promise<void> };
+type Migration = {
+  up(knex: Knex): Promise<void>;
+  down?(knex: Knex): Promise<void>;
+  /** `{ transaction: false }` for a migration that builds indexes CONCURRENTLY. */
+  config?: { transaction?: boolean };
+};
 
 /** Every migration in order; new ones are appended here (forward-only, never edited). */
 const migrations: Array<[string, Migration]> = [
@@ -35,6 +41,7 @@ const migrations: Array<[string, Migration]> = [
   ['20261124150000_fast_forward', fastForward],
   ['20261124160000_idempotency_json', idempotencyJson],
   ['20261124170000_variant_counts', variantCounts],
+  ['20261125110000_backlog_gauge_indexes', backlogGaugeIndexes],
   ['20261125115000_trace_context', traceContext],
 ];
 

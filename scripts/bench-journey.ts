@@ -1,3 +1,4 @@
+import { benchMetricsPorts } from './bench/metrics-ports';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -110,6 +111,7 @@ async function main(): Promise<void> {
       // The receiver is on loopback with a self-signed certificate (for 127.0.0.1).
       WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
       WEBHOOK_EXTRA_CA_PATH: receiver.caPath,
+      ...(await benchMetricsPorts()),
       CHECKOUT_RATE_LIMIT_PER_SECOND: '1000000',
       // Each journey's browser sends its own X-Forwarded-For, so per-IP limits stay per shopper.
       TRUST_PROXY: '1',

@@ -1,3 +1,4 @@
+import { benchMetricsPorts } from './bench/metrics-ports';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -96,6 +97,7 @@ async function main(): Promise<void> {
       WEBHOOK_EXTRA_CA_PATH: receiver.caPath,
       WEBHOOK_SECRET_KEY: randomBytes(32).toString('hex'),
       LOG_LEVEL: 'info', // the worker says "worker running" once it polls
+      ...(await benchMetricsPorts()),
     };
     const settings = loadSettings({ ...serviceEnv, LOG_LEVEL: 'silent' });
     const webhooks = webhookRuntime(settings);

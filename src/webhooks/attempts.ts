@@ -3,6 +3,8 @@ import type { EventRow } from '../checkout/events';
 import type { DeliveryRow } from './deliveries';
 import { DISABLE_AFTER_FAILING_MS, nextRetryAtMs } from './schedule';
 import { currentTraceparent } from '../telemetry/propagation';
+import { afterCommit } from '../telemetry/metrics';
+import { countWebhookAttempts, webhookEndpointsDisabled } from '../telemetry/webhooks';
 
 /** One attempt of one delivery to the endpoint at hand: the rest of its delivery row's unique key. */
 export interface AttemptKey {
@@ -130,6 +132,8 @@ export async function recordAttempts(
       .onConflict(['event_id', 'endpoint_id', 'generation', 'attempt_no'])
       .ignore()
       .returning('*');
+    const committedAt = new Map(attempts.map((a) => [attemptKey(a), (a.event as { created_at?: Date }).created_at]));
+    afterCommit(trx, () => countWebhookAttempts(inserted, (i) => committedAt.get(rowKey(inserted[i]))));
     const made = inserted.filter((r) => r.delivered_at !== null).map((r) => ({ r, at: ms(r.delivered_at)! }));
     const successes = made.filter(({ r }) => r.error === null).map(({ at }) => at);
     const lastSuccess = successes.length > 0 ? Math.max(...successes) : null;
@@ -204,6 +208,7 @@ export async function disableIfStillFailing(
       })
       .returning(['id', 'merchant_id', 'mode', 'url']);
     if (!endpoint) return { disabled: false, failingSinceMs: await failingSince(trx, endpointId) };
+    afterCommit(trx, () => webhookEndpointsDisabled.inc());
     const merchant = await trx('merchants').where({ id: endpoint.merchant_id }).first('contact_email', 'display_name');
     if (merchant?.contact_email) {
       await trx('outbox').insert({
