@@ -17,7 +17,7 @@ import { adopt, advance, claimDue, ClaimedRow, enqueue, queueState, takePending 
 import type { WebhookRuntime } from '../src/webhooks/runtime';
 import { DELIVERY_TIMEOUT_MS } from '../src/webhooks/schedule';
 import { deliveryAgent, postWebhook, SendResult } from '../src/webhooks/send';
-import { signatureHeader } from '../src/webhooks/signing';
+import { webhookHeaders } from '../src/webhooks/signing';
 import { checkWebhookUrl, CheckedTarget, UrlCheck } from '../src/webhooks/url-safety';
 import type { QueueNotices } from '../src/webhooks/queue-notices';
 
@@ -72,12 +72,7 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices }: 
   /** Signs (a timestamp of its own) and POSTs one event to the checked address. */
   function sendOne(target: CheckedTarget, secrets: string[], event: EventRow): Promise<SendResult> {
     const body = JSON.stringify(eventOut(event));
-    const headers = {
-      'content-type': 'application/json',
-      'svc-signature': signatureHeader(body, secrets, Math.floor(clock().getTime() / 1000)),
-      'svc-event-id': event.id,
-      'svc-event-type': event.type,
-    };
+    const headers = webhookHeaders(event, body, secrets, Math.floor(clock().getTime() / 1000));
     return postWebhook(target, body, headers, { agent, timeoutMs: DELIVERY_TIMEOUT_MS });
   }
 
