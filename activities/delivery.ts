@@ -99,7 +99,10 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices }: 
     if (mine.length === 0) return others;
     const target = check ?? (await checkWebhookUrl(endpoint.url, webhooks)); // DNS may have changed since registration
     if (!target.ok)
-      return [...mine.map((a) => ({ ...a, statusCode: null, error: target.issue, attempted: true })), ...others];
+      return [
+        ...mine.map((a) => ({ ...a, statusCode: null, error: target.issue, attempted: true, durationMs: null })),
+        ...others,
+      ];
     const secrets = signingSecrets(endpoint);
     const sent = await Promise.all(
       mine.map(async (a) => ({ ...a, ...(await sendOne(target.target, secrets, a.event)), attempted: true })),
@@ -124,6 +127,16 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices }: 
       total += n;
       if (n < CANCEL_CHUNK) break;
     }
+    // A deleted endpoint leaves nothing to redeliver to: its events no longer list as undelivered.
+    let removed: number;
+    do {
+      const { rowCount } = await db.raw(
+        `DELETE FROM webhook_undelivered WHERE ctid = ANY(ARRAY(
+           SELECT ctid FROM webhook_undelivered WHERE endpoint_id = ? LIMIT ?))`,
+        [endpointId, CANCEL_CHUNK],
+      );
+      removed = rowCount ?? 0;
+    } while (removed === CANCEL_CHUNK);
     return total;
   }
 

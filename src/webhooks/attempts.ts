@@ -32,6 +32,10 @@ export interface AttemptMade extends AttemptKey {
   error: string | null;
   /** False when nothing was tried (`endpoint_deleted`, `endpoint_disabled`): no delivered_at, no retry. */
   attempted: boolean;
+  /** How long the endpoint took to answer (or to fail); absent when nothing was sent. */
+  durationMs?: number | null;
+  /** The start of the endpoint's answer (`responseExcerpt`); absent when it answered nothing. */
+  responseBody?: string | null;
 }
 
 export const attemptKey = (k: AttemptKey) => `${k.eventId}#${k.generation}#${k.attemptNo}`;
@@ -79,6 +83,37 @@ async function rowsOf(db: Db, endpointId: string, keys: readonly AttemptKey[]): 
   return rows;
 }
 
+/**
+ * Keeps `webhook_undelivered` (the `delivery_success=false` list) in step with newly recorded
+ * attempts: an event's success at the endpoint removes its row; a failure (or a retry refused
+ * because the endpoint is disabled) adds one unless the event was already delivered there (a
+ * failed redelivery of a delivered event is not undelivered).
+ */
+async function trackUndelivered(db: Db, endpointId: string, rows: readonly DeliveryRow[]): Promise<void> {
+  const delivered = [...new Set(rows.filter((r) => r.error === null).map((r) => r.event_id))];
+  const failed = [...new Set(rows.filter((r) => r.error !== null).map((r) => r.event_id))].filter(
+    (id) => !delivered.includes(id),
+  );
+  if (delivered.length > 0) {
+    await db.raw(`DELETE FROM webhook_undelivered WHERE endpoint_id = ? AND event_id = ANY(?::text[])`, [
+      endpointId,
+      delivered,
+    ]);
+  }
+  if (failed.length > 0) {
+    await db.raw(
+      `INSERT INTO webhook_undelivered (event_id, endpoint_id, merchant_id, mode, event_created_at)
+       SELECT e.id, ?, e.merchant_id, e.mode, e.created_at
+         FROM events e
+        WHERE e.id = ANY(?::text[])
+          AND NOT EXISTS (SELECT 1 FROM event_deliveries d
+                           WHERE d.event_id = e.id AND d.endpoint_id = ? AND d.error IS NULL)
+       ON CONFLICT DO NOTHING`,
+      [endpointId, failed, endpointId],
+    );
+  }
+}
+
 /** Results of the attempts already recorded (an activity retry, a repeated signal), by attemptKey. */
 export async function recordedAttempts(
   db: Db,
@@ -123,6 +158,8 @@ export async function recordAttempts(
             error: a.error,
             delivered_at: a.attempted ? new Date(atOf(a)) : null,
             next_retry_at: retry === null ? null : new Date(retry),
+            duration_ms: a.durationMs ?? null,
+            response_body: a.responseBody ?? null,
           };
         }),
       )
@@ -147,6 +184,11 @@ export async function recordAttempts(
         [firstFailure, endpointId, firstFailure],
       );
     }
+    await trackUndelivered(
+      trx,
+      endpointId,
+      inserted.filter((r) => r.delivered_at !== null || r.error === 'endpoint_disabled'),
+    );
     const rows = inserted.length === attempts.length ? inserted : await rowsOf(trx, endpointId, attempts);
     const since = await failingSince(trx, endpointId);
     return new Map(rows.map((r) => [rowKey(r), resultOf(r, since)]));

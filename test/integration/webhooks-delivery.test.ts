@@ -135,6 +135,8 @@ describe('signing and headers', () => {
       error: null,
       delivered_at: expect.stringMatching(/Z$/),
       next_retry_at: null,
+      duration_ms: expect.any(Number),
+      response_body: 'ok',
     });
   });
 
@@ -353,6 +355,8 @@ describe('deletion', () => {
     const endpoint = await createEndpoint(m.secretKey, receiver.url(p));
     const events = [await sendTest(m.secretKey, endpoint.id), await sendTest(m.secretKey, endpoint.id)];
     for (const id of events) await deliveriesAtLeast(m.secretKey, id, 1);
+    const failing = await call(stack.baseUrl, 'GET', '/v1/events?delivery_success=false', { key: m.secretKey });
+    expect(failing.body.data.map((e: { id: string }) => e.id)).toEqual([...events].reverse());
 
     const res = await call(stack.baseUrl, 'DELETE', `/v1/webhook_endpoints/${endpoint.id}`, { key: m.secretKey });
     expect(res.status).toBe(204);
@@ -367,9 +371,13 @@ describe('deletion', () => {
           error: 'endpoint_deleted',
           delivered_at: null,
           next_retry_at: null,
+          duration_ms: null,
+          response_body: null,
         },
       ]);
     }
+    const undelivered = await call(stack.baseUrl, 'GET', '/v1/events?delivery_success=false', { key: m.secretKey });
+    expect(undelivered.body.data).toEqual([]); // nothing left to redeliver to
     const handle = stack.env.client.workflow.getHandle(endpoint.id);
     await handle.result();
     await stack.env.sleep('2 hours');
@@ -510,7 +518,12 @@ describe('the delivery activity', () => {
     const untrusting = deliveryAgent([]);
     try {
       const result = await postWebhook(check.target, '{}', {}, { agent: untrusting, timeoutMs: 5000 });
-      expect(result).toEqual({ statusCode: null, error: 'tls_error' });
+      expect(result).toEqual({
+        statusCode: null,
+        error: 'tls_error',
+        durationMs: expect.any(Number),
+        responseBody: null,
+      });
     } finally {
       untrusting.destroy();
     }
