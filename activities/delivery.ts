@@ -8,6 +8,7 @@ import {
   AttemptResult,
   disableIfStillFailing,
   droppedResult,
+  notifyIfFailing,
   recordAttempts,
   recordCancelled,
   recordedAttempts,
@@ -341,6 +342,11 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices }: 
       deliveries: AttemptKey[];
     }): Promise<number> {
       return recordCancelled(db, input.endpointId, input.error, input.deliveries);
+    },
+
+    /** The 24-hour e-mail to the merchant's contact, decided by Postgres as of `nowMs` (workflow time); once per failure streak. */
+    async notifyFailingEndpoint(input: { endpointId: string; nowMs: number }): Promise<{ notified: boolean }> {
+      return notifyIfFailing(db, input.endpointId, input.nowMs);
     },
 
     /** The 3-day disable, decided by Postgres as of `nowMs` (workflow time); the e-mail goes with it. */

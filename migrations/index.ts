@@ -15,6 +15,7 @@ import * as fastForward from './20261124150000_fast_forward';
 import * as idempotencyJson from './20261124160000_idempotency_json';
 import * as variantCounts from './20261124170000_variant_counts';
 import * as deliveryResponses from './20261125120000_delivery_responses';
+import * as failingNotice from './20261125120100_failing_notice';
 
 type Migration = { up(knex: Knex): Promise<void>; down?(knex: Knex): Promise<void> };
 
@@ -36,6 +37,7 @@ const migrations: Array<[string, Migration]> = [
   ['20261124160000_idempotency_json', idempotencyJson],
   ['20261124170000_variant_counts', variantCounts],
   ['20261125120000_delivery_responses', deliveryResponses],
+  ['20261125120100_failing_notice', failingNotice],
 ];
 
 /** A knex migration source over the static list, so migrations run the same under tsx, jest and node. */

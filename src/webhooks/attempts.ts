@@ -1,7 +1,8 @@
 import { type Db, inTransaction } from '../db/knex';
 import type { EventRow } from '../checkout/events';
 import type { DeliveryRow } from './deliveries';
-import { DISABLE_AFTER_FAILING_MS, nextRetryAtMs } from './schedule';
+import { DISABLE_AFTER_FAILING_MS, NOTIFY_AFTER_FAILING_MS, nextRetryAtMs } from './schedule';
+import { queueState } from './queue';
 
 /** One attempt of one delivery to the endpoint at hand: the rest of its delivery row's unique key. */
 export interface AttemptKey {
@@ -178,10 +179,11 @@ export async function recordAttempts(
     }
     if (laterFailures.length > 0) {
       const firstFailure = new Date(Math.min(...laterFailures.map(({ at }) => at)));
+      const last = laterFailures.reduce((a, b) => (b.at >= a.at ? b : a)).r;
       await trx.raw(
-        `UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, ?)
+        `UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, ?), last_error = ?
           WHERE id = ? AND status = 'enabled' AND (last_success_at IS NULL OR last_success_at < ?)`,
-        [firstFailure, endpointId, firstFailure],
+        [firstFailure, last.error, endpointId, firstFailure],
       );
     }
     await trackUndelivered(
@@ -245,24 +247,70 @@ export async function disableIfStillFailing(
       })
       .returning(['id', 'merchant_id', 'mode', 'url']);
     if (!endpoint) return { disabled: false, failingSinceMs: await failingSince(trx, endpointId) };
-    const merchant = await trx('merchants').where({ id: endpoint.merchant_id }).first('contact_email', 'display_name');
-    if (merchant?.contact_email) {
-      await trx('outbox').insert({
-        kind: 'email',
-        to: merchant.contact_email,
-        subject: `Webhook endpoint disabled: ${endpoint.url}`,
-        body: [
-          `Hello ${merchant.display_name},`,
-          '',
-          `Every delivery to your ${endpoint.mode} webhook endpoint ${endpoint.id} (${endpoint.url}) has failed`,
-          'for 3 days, so it has been disabled and receives no events.',
-          '',
-          `Fix the receiver, enable the endpoint again (PATCH /v1/webhook_endpoints/${endpoint.id} with`,
-          '{"status": "enabled"}), then redeliver the events you missed (POST /v1/events/{id}/redeliver);',
-          'GET /v1/events lists them.',
-        ].join('\n'),
-      });
-    }
+    await emailContact(trx, endpoint.merchant_id, `Webhook endpoint disabled: ${endpoint.url}`, (name) => [
+      `Hello ${name},`,
+      '',
+      `Every delivery to your ${endpoint.mode} webhook endpoint ${endpoint.id} (${endpoint.url}) has failed`,
+      'for 3 days, so it has been disabled and receives no events.',
+      '',
+      `Fix the receiver, enable the endpoint again (PATCH /v1/webhook_endpoints/${endpoint.id} with`,
+      '{"status": "enabled"}), then redeliver the events you missed (POST /v1/events/{id}/redeliver);',
+      'GET /v1/events lists them.',
+    ]);
     return { disabled: true, failingSinceMs: null };
+  });
+}
+
+/** Puts one e-mail to the merchant's contact (when it has one) in the outbox, in the caller's transaction. */
+async function emailContact(trx: Db, merchantId: string, subject: string, lines: (name: string) => string[]) {
+  const merchant = await trx('merchants').where({ id: merchantId }).first('contact_email', 'display_name');
+  if (!merchant?.contact_email) return;
+  await trx('outbox').insert({
+    kind: 'email',
+    to: merchant.contact_email,
+    subject,
+    body: lines(merchant.display_name).join('\n'),
+  });
+}
+
+/** Pending rows counted for the failing e-mail (beyond it, "more than 10,000"). */
+const NOTICE_COUNT_UP_TO = 10_001;
+
+/**
+ * The 24-hour warning: if the endpoint is still enabled, has been failing since at least 24 hours
+ * before `nowMs`, and got no warning in this failure streak (none since `failing_since`), marks it
+ * warned and puts one e-mail to the merchant's contact in the outbox, in one transaction: which
+ * endpoint, failing since when, the last error, how many events wait and when it will be disabled.
+ * Returns whether this call sent it (a retry, or a second run, finds it sent and sends nothing).
+ */
+export async function notifyIfFailing(db: Db, endpointId: string, nowMs: number): Promise<{ notified: boolean }> {
+  return db.transaction(async (trx) => {
+    const [endpoint] = await trx('webhook_endpoints')
+      .where({ id: endpointId, status: 'enabled' })
+      .where('failing_since', '<=', new Date(nowMs - NOTIFY_AFTER_FAILING_MS))
+      .where((q) => q.whereNull('failing_notified_at').orWhereRaw('failing_notified_at < failing_since'))
+      .update({ failing_notified_at: new Date(nowMs) })
+      .returning(['id', 'merchant_id', 'mode', 'url', 'failing_since', 'last_error']);
+    if (!endpoint) return { notified: false };
+    const { pending } = await queueState(trx, endpointId, NOTICE_COUNT_UP_TO);
+    const since = new Date(endpoint.failing_since);
+    const disableAt = new Date(since.getTime() + DISABLE_AFTER_FAILING_MS);
+    const waiting =
+      pending >= NOTICE_COUNT_UP_TO
+        ? 'More than 10,000 events are'
+        : `${pending} event${pending === 1 ? ' is' : 's are'}`;
+    await emailContact(trx, endpoint.merchant_id, `Webhook endpoint failing: ${endpoint.url}`, (name) => [
+      `Hello ${name},`,
+      '',
+      `Every delivery to your ${endpoint.mode} webhook endpoint ${endpoint.id} (${endpoint.url}) has failed`,
+      `since ${since.toISOString()}. The last error: ${endpoint.last_error ?? 'unknown'}.`,
+      `${waiting} waiting for it; each is retried on its schedule.`,
+      '',
+      `Unless a delivery succeeds first, the endpoint will be disabled at ${disableAt.toISOString()}.`,
+      `GET /v1/events/{id} shows each attempt with what your endpoint answered and how long it took;`,
+      'GET /v1/events?delivery_success=false lists the events it has not received.',
+    ]);
+    // TODO(issue 22): count it in svc_webhook_endpoints_failing_notified_total once the metrics module exists.
+    return { notified: true };
   });
 }
