@@ -1,36 +1,26 @@
 import { recordEvent } from '../../src/checkout/events';
 import { newId, randomString } from '../../src/lib/ids';
 import { call } from '../helpers/http';
-import { HttpsReceiver, RECEIVER_HOST, Reply, startHttpsReceiver } from '../helpers/https-receiver';
-import { startStack, Stack } from '../helpers/stack';
-import { until, webhookSteps } from '../helpers/webhooks';
+import type { Reply } from '../helpers/https-receiver';
+import { until, useWebhookStack, webhookSteps } from '../helpers/webhooks';
 
 /**
  * What the endpoint answered, per attempt (`duration_ms`, `response_body` in `GET /v1/events/{id}`),
  * and `GET /v1/events?delivery_success=…`, against the real HTTPS receiver.
  */
-let stack: Stack;
-let receiver: HttpsReceiver;
-const { webhookMerchant, createEndpoint, sendTest } = webhookSteps(() => stack);
-beforeAll(async () => {
-  receiver = await startHttpsReceiver();
-  stack = await startStack({ WEBHOOK_ALLOWED_HOSTS: RECEIVER_HOST, WEBHOOK_EXTRA_CA_PATH: receiver.caPath });
-});
-afterAll(async () => {
-  await stack.stop();
-  await receiver.close();
-});
+const env = useWebhookStack();
+const { webhookMerchant, createEndpoint, sendTest } = webhookSteps(() => env.stack);
 
 const path = () => `/hook-${randomString(10)}`;
 const deliveries = async (key: string, id: string) =>
-  (await call(stack.baseUrl, 'GET', `/v1/events/${id}`, { key })).body.deliveries as any[];
+  (await call(env.stack.baseUrl, 'GET', `/v1/events/${id}`, { key })).body.deliveries as any[];
 
 /** The first attempt of a test event sent to an endpoint that answers `reply`. */
 async function answeredWith(reply: Reply) {
   const m = await webhookMerchant();
   const p = path();
-  receiver.respond = (r) => (r.path === p ? reply : { status: 200 });
-  const endpoint = await createEndpoint(m.secretKey, receiver.url(p));
+  env.receiver.respond = (r) => (r.path === p ? reply : { status: 200 });
+  const endpoint = await createEndpoint(m.secretKey, env.receiver.url(p));
   const eventId = await sendTest(m.secretKey, endpoint.id);
   const [row] = await until(
     () => deliveries(m.secretKey, eventId),
@@ -76,19 +66,19 @@ describe('delivery_success', () => {
     const m = await webhookMerchant();
     const [failingPath, healthyPath] = [path(), path()];
     let failing = true;
-    receiver.respond = (r) => (r.path === failingPath && failing ? { status: 503, body: 'down' } : { status: 200 });
-    const broken = await createEndpoint(m.secretKey, receiver.url(failingPath));
-    const healthy = await createEndpoint(m.secretKey, receiver.url(healthyPath));
+    env.receiver.respond = (r) => (r.path === failingPath && failing ? { status: 503, body: 'down' } : { status: 200 });
+    const broken = await createEndpoint(m.secretKey, env.receiver.url(failingPath));
+    const healthy = await createEndpoint(m.secretKey, env.receiver.url(healthyPath));
     const onlyHealthy = await sendTest(m.secretKey, healthy.id);
     const events: string[] = [];
     for (let i = 0; i < 5; i++) {
-      const event = await stack.db.transaction((trx) =>
+      const event = await env.stack.db.transaction((trx) =>
         recordEvent(trx, {
           merchantId: m.merchantId,
           mode: 'test',
           type: 'checkout.session.completed',
           object: { id: newId('cs', 'test'), object: 'checkout.session' },
-          now: new Date(stack.clock().getTime() + i),
+          now: new Date(env.stack.clock().getTime() + i),
         }),
       );
       events.push(event.id);
@@ -101,7 +91,7 @@ describe('delivery_success', () => {
       );
     }
     const list = async (query: string) => {
-      const res = await call(stack.baseUrl, 'GET', `/v1/events?${query}`, { key: m.secretKey });
+      const res = await call(env.stack.baseUrl, 'GET', `/v1/events?${query}`, { key: m.secretKey });
       expect(res.status).toBe(200);
       return res.body as { data: Array<{ id: string }>; next_cursor: string | null };
     };
@@ -130,7 +120,9 @@ describe('delivery_success', () => {
     expect((await list('delivery_success=false&type=refund.succeeded')).data).toEqual([]);
 
     failing = false;
-    const redelivered = await call(stack.baseUrl, 'POST', `/v1/events/${events[2]}/redeliver`, { key: m.secretKey });
+    const redelivered = await call(env.stack.baseUrl, 'POST', `/v1/events/${events[2]}/redeliver`, {
+      key: m.secretKey,
+    });
     expect(redelivered.status).toBe(202);
     await until(
       () => deliveries(m.secretKey, events[2]),
@@ -143,7 +135,7 @@ describe('delivery_success', () => {
 
   it('refuses a value other than true or false', async () => {
     const m = await webhookMerchant();
-    const res = await call(stack.baseUrl, 'GET', '/v1/events?delivery_success=yes', { key: m.secretKey });
+    const res = await call(env.stack.baseUrl, 'GET', '/v1/events?delivery_success=yes', { key: m.secretKey });
     expect(res.status).toBe(400);
     expect(res.body.error.code).toBe('validation_error');
   });
