@@ -17,6 +17,7 @@ import type { EndpointRow } from '../src/webhooks/endpoint-row';
 import { adopt, advance, claimDue, ClaimedRow, enqueue, queueState, takePending } from '../src/webhooks/queue';
 import type { WebhookRuntime } from '../src/webhooks/runtime';
 import { DELIVERY_TIMEOUT_MS } from '../src/webhooks/schedule';
+import { inStoredTrace } from '../src/telemetry/propagation';
 import { deliveryAgent, postWebhook, SendResult } from '../src/webhooks/send';
 import { webhookHeaders } from '../src/webhooks/signing';
 import { checkWebhookUrl, CheckedTarget, UrlCheck } from '../src/webhooks/url-safety';
@@ -74,7 +75,11 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices }: 
   function sendOne(target: CheckedTarget, secrets: string[], event: EventRow): Promise<SendResult> {
     const body = JSON.stringify(eventOut(event));
     const headers = webhookHeaders(event, body, secrets, Math.floor(clock().getTime() / 1000));
-    return postWebhook(target, body, headers, { agent, timeoutMs: DELIVERY_TIMEOUT_MS });
+    // In the trace that recorded the event (the request or activity behind it), not the workflow's.
+    const attributes = { 'webhook.event_id': event.id, 'webhook.event_type': event.type };
+    return inStoredTrace(event.traceparent, 'webhook delivery', attributes, () =>
+      postWebhook(target, body, headers, { agent, timeoutMs: DELIVERY_TIMEOUT_MS }),
+    );
   }
 
   /**

@@ -14,6 +14,7 @@ import * as workflowHandoffs from './20261124140000_workflow_handoffs';
 import * as fastForward from './20261124150000_fast_forward';
 import * as idempotencyJson from './20261124160000_idempotency_json';
 import * as variantCounts from './20261124170000_variant_counts';
+import * as traceContext from './20261125115000_trace_context';
 import * as deliveryResponses from './20261125120000_delivery_responses';
 import * as failingNotice from './20261125120100_failing_notice';
 
@@ -36,6 +37,7 @@ const migrations: Array<[string, Migration]> = [
   ['20261124150000_fast_forward', fastForward],
   ['20261124160000_idempotency_json', idempotencyJson],
   ['20261124170000_variant_counts', variantCounts],
+  ['20261125115000_trace_context', traceContext],
   ['20261125120000_delivery_responses', deliveryResponses],
   ['20261125120100_failing_notice', failingNotice],
 ];

@@ -3,6 +3,7 @@ import type { EventRow } from '../checkout/events';
 import type { DeliveryRow } from './deliveries';
 import { DISABLE_AFTER_FAILING_MS, NOTIFY_AFTER_FAILING_MS, nextRetryAtMs } from './schedule';
 import { queueState } from './queue';
+import { currentTraceparent } from '../telemetry/propagation';
 
 /** One attempt of one delivery to the endpoint at hand: the rest of its delivery row's unique key. */
 export interface AttemptKey {
@@ -267,6 +268,7 @@ async function emailContact(trx: Db, merchantId: string, subject: string, lines:
   if (!merchant?.contact_email) return;
   await trx('outbox').insert({
     kind: 'email',
+    traceparent: currentTraceparent(),
     to: merchant.contact_email,
     subject,
     body: lines(merchant.display_name).join('\n'),
