@@ -16,6 +16,8 @@ import * as idempotencyJson from './20261124160000_idempotency_json';
 import * as variantCounts from './20261124170000_variant_counts';
 import * as backlogGaugeIndexes from './20261125110000_backlog_gauge_indexes';
 import * as traceContext from './20261125115000_trace_context';
+import * as deliveryResponses from './20261125120000_delivery_responses';
+import * as failingNotice from './20261125120100_failing_notice';
 
 type Migration = {
   up(knex: Knex): Promise<void>;
@@ -43,6 +45,8 @@ const migrations: Array<[string, Migration]> = [
   ['20261124170000_variant_counts', variantCounts],
   ['20261125110000_backlog_gauge_indexes', backlogGaugeIndexes],
   ['20261125115000_trace_context', traceContext],
+  ['20261125120000_delivery_responses', deliveryResponses],
+  ['20261125120100_failing_notice', failingNotice],
 ];
 
 /** A knex migration source over the static list, so migrations run the same under tsx, jest and node. */

@@ -29,22 +29,24 @@ export function checkoutCursor(list: string, raw: string | undefined): Keyset | 
 /**
  * Runs `query` newest first on (created_at, id) (or oldest first for `asc`), starting after
  * `after`, and fetches one row beyond `limit` to learn whether more exist: every Checkout list
- * pages this way.
+ * pages this way. `keys` names the two columns when they are not the query's own `created_at`, `id`.
  */
 export async function newestFirst<T>(
   query: Knex.QueryBuilder,
   after: Keyset | undefined,
   limit: number,
   order: 'desc' | 'asc' = 'desc',
+  keys: readonly [string, string] = ['created_at', 'id'],
 ): Promise<Page<T>> {
+  const [time, id] = keys;
   query
     .orderBy([
-      { column: 'created_at', order },
-      { column: 'id', order },
+      { column: time, order },
+      { column: id, order },
     ])
     .limit(limit + 1);
   const past = order === 'desc' ? '<' : '>';
-  if (after) query.andWhereRaw(`(created_at, id) ${past} (?::timestamptz, ?)`, [after.createdAt, after.id]);
+  if (after) query.andWhereRaw(`(??, ??) ${past} (?::timestamptz, ?)`, [time, id, after.createdAt, after.id]);
   const rows: T[] = await query;
   return { rows: rows.slice(0, limit), hasMore: rows.length > limit };
 }
