@@ -89,4 +89,11 @@ describe('docker-compose.yml', () => {
     expect(compose).not.toMatch(/['"]?(\d+\.\d+\.\d+\.\d+:)?7233:7233/);
     expect(compose).not.toMatch(/5432:5432/);
   });
+
+  it('keeps the metrics ports on the compose network and checks readiness through them', () => {
+    expect(compose).toMatch(/^\s+METRICS_HOST: 0\.0\.0\.0$/m);
+    expect(compose).not.toMatch(/946[45]:946[45]/);
+    expect(compose).toContain("fetch('http://127.0.0.1:9464/readyz')");
+    expect(compose).toContain("fetch('http://127.0.0.1:9465/readyz')");
+  });
 });
