@@ -1,6 +1,6 @@
 import { Client, Connection } from '@temporalio/client';
 import { freePort } from '../../scripts/processes';
-import { setLogLevel } from '../../src/lib/log';
+import { captureLogs } from '../../src/lib/log';
 import { registry } from '../../src/telemetry/metrics';
 import { startHandoffRelay } from '../../src/temporal/handoff-relay';
 import { recordHandoff } from '../../src/temporal/handoffs';
@@ -72,11 +72,7 @@ describe('the handoff relay', () => {
       },
     );
     const lines: string[] = [];
-    const write = jest.spyOn(process.stderr, 'write').mockImplementation((chunk) => {
-      lines.push(String(chunk));
-      return true;
-    });
-    setLogLevel('warn');
+    const restoreLogs = captureLogs({ write: (line: string) => void lines.push(line) }, 'warn');
     const relay = startHandoffRelay({
       db: database.db,
       temporal: new Client({ connection, namespace: 'default' }),
@@ -90,18 +86,19 @@ describe('the handoff relay', () => {
       }
     } finally {
       await relay.stop();
-      write.mockRestore();
-      setLogLevel('silent');
+      restoreLogs();
     }
     const warning = lines.map((l) => JSON.parse(l)).find((l) => l.msg === 'handoff not delivered; will retry');
     expect(warning).toMatchObject({
       workflow_id: session,
-      error: expect.any(String),
-      grpc_status: 'INVALID_ARGUMENT',
-      grpc_message: expect.stringMatching(/search attribute/i),
+      error: {
+        message: 'Failed to start Workflow',
+        grpc_status: 'INVALID_ARGUMENT',
+        grpc_message: expect.stringMatching(/search attribute/i),
+      },
     });
     const row = await database.db('workflow_handoffs').where({ workflow_id: session }).first();
-    expect(row.last_error).toContain(`INVALID_ARGUMENT: ${warning.grpc_message}`);
+    expect(row.last_error).toContain(`INVALID_ARGUMENT: ${warning.error.grpc_message}`);
     const failures = await registry.getSingleMetric('svc_handoff_relay_failures_total')!.get();
     expect(failures.values.find((v) => v.labels.reason === 'INVALID_ARGUMENT')?.value).toBeGreaterThanOrEqual(1);
     await database.db('workflow_handoffs').where({ workflow_id: session }).delete();
