@@ -33,8 +33,9 @@ import { freePort, waitFor } from './processes';
  * server (a database `svc_bench_<ts>` is created and dropped), or an embedded Postgres when unset.
  * BENCH_ROUNDS, BENCH_PER_ROUND, BENCH_WARMUP and BENCH_CONCURRENCY change the sizes; BENCH_STRICT=1
  * exits 1 when the target is missed. BENCH_TELEMETRY=compare also measures the API as a process of
- * its own (`src/main/api.ts`) with telemetry off and with tracing on (OTLP/HTTP to a loopback
- * sink, 10 % sampled; its own worker, traced too), in the same alternating rounds.
+ * its own (`src/main/api.ts`), each with its own worker: telemetry off (no metrics server, no
+ * tracing) and on (metrics served, traces to a loopback OTLP/HTTP sink, 10 % sampled), in the same
+ * alternating rounds.
  */
 
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
@@ -117,30 +118,44 @@ async function main(): Promise<void> {
       });
     }
 
-    // BENCH_TELEMETRY=compare: an API process with telemetry off and one with it on, each with its
-    // worker (the plain worker above serves the "off" API), all logging warnings only.
+    // BENCH_TELEMETRY=compare: an API process with telemetry off and one with it on, each with a
+    // worker of its own on its own task queue. Off: no metrics server, no tracing. On: what
+    // production runs, metrics served (ports of its own) and traces sampled at 10 %.
     const telemetry = compareTelemetry ? await startTelemetryPair() : undefined;
     async function startTelemetryPair() {
       const sink = await startOtlpSink();
       env.onClose(sink.close);
-      const tracedQueue = `${settings.TEMPORAL_TASK_QUEUE}-traced`;
       const quiet = { LOG_LEVEL: 'warn', HOST: '127.0.0.1', CHECKOUT_RATE_LIMIT_PER_SECOND: '1000000' };
-      const traced = { ...serviceEnv, ...sink.env, TEMPORAL_TASK_QUEUE: tracedQueue };
-      const tracedWorker = startTsChild('traced worker', 'src/main/worker.ts', traced, join(logs, 'traced-worker.log'));
-      await waitFor(
-        tracedWorker.name,
-        async () => readFileSync(join(logs, 'traced-worker.log'), 'utf8').includes('worker running'),
-        {
-          timeoutMs: 180_000,
-          watched: [tracedWorker],
+      const sides = {
+        off: {
+          ...serviceEnv,
+          METRICS_PORT: 'off',
+          WORKER_METRICS_PORT: 'off',
+          TEMPORAL_TASK_QUEUE: `${settings.TEMPORAL_TASK_QUEUE}-off`,
         },
-      );
-      const api = async (name: string, apiEnv: NodeJS.ProcessEnv) => {
+        on: {
+          ...serviceEnv,
+          ...(await benchMetricsPorts()),
+          ...sink.env,
+          TEMPORAL_TASK_QUEUE: `${settings.TEMPORAL_TASK_QUEUE}-on`,
+        },
+      };
+      const worker = async (side: 'off' | 'on') => {
+        const logFile = join(logs, `worker-telemetry-${side}.log`);
+        const child = startTsChild(`worker, telemetry ${side}`, 'src/main/worker.ts', sides[side], logFile);
+        await waitFor(child.name, async () => readFileSync(logFile, 'utf8').includes('worker running'), {
+          timeoutMs: 180_000,
+          watched: [child],
+        });
+      };
+      await Promise.all([worker('off'), worker('on')]);
+      const api = async (side: 'off' | 'on') => {
+        const name = `api-telemetry-${side}`;
         const port = await freePort();
         const child = startTsChild(
           name,
           'src/main/api.ts',
-          { ...apiEnv, ...quiet, PORT: String(port) },
+          { ...sides[side], ...quiet, PORT: String(port) },
           join(logs, `${name}.log`),
         );
         const url = `http://127.0.0.1:${port}`;
@@ -150,7 +165,7 @@ async function main(): Promise<void> {
         });
         return url;
       };
-      return { sink, off: await api('api-telemetry-off', serviceEnv), on: await api('api-telemetry-on', traced) };
+      return { sink, off: await api('off'), on: await api('on') };
     }
 
     const http = createApp({ db: appDb, settings, clock: systemClock, temporal }).listen(0, '127.0.0.1');
