@@ -289,7 +289,7 @@ async function main(): Promise<void> {
       // Throughput lost, latency added, with telemetry on (negative: within noise, it did better).
       const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
       log(
-        `\nTelemetry (API and worker processes of their own; "on": traces over OTLP/HTTP, ${SAMPLED * 100} % sampled):`,
+        `\nTelemetry (API and worker processes of their own; "off": no metrics, no tracing; "on": metrics served, traces over OTLP/HTTP, ${SAMPLED * 100} % sampled):`,
       );
       log(
         table([
