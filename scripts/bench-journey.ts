@@ -38,7 +38,9 @@ import { freePort, waitFor } from './processes';
  *
  * BENCH_RATE (journeys/s, default 5), BENCH_DURATION_S (60), BENCH_MERCHANTS (20),
  * BENCH_POLL_MS (the browser's poll interval, 100), BENCH_DRAIN_S (60), BENCH_POOL (each process's
- * DATABASE_POOL_MAX, default the setting's default).
+ * DATABASE_POOL_MAX, default the setting's default). BENCH_FAILING_ENDPOINT=1 gives the first
+ * merchant a second endpoint that always answers 500 (its deliveries retry beside the others; the
+ * journeys do not wait for them), so that the webhook metrics show failures too.
  */
 
 const RATE = Number(process.env.BENCH_RATE ?? 5);
@@ -46,6 +48,7 @@ const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 60);
 const MERCHANTS = Number(process.env.BENCH_MERCHANTS ?? 20);
 const POLL_MS = Number(process.env.BENCH_POLL_MS ?? 100);
 const DRAIN_S = Number(process.env.BENCH_DRAIN_S ?? 60);
+const FAILING_ENDPOINT = process.env.BENCH_FAILING_ENDPOINT === '1';
 const NAMESPACE = 'default';
 const STEPS = ['create', 'read', 'attempt', 'press', 'paid', 'webhook'] as const;
 type Step = (typeof STEPS)[number];
@@ -143,14 +146,17 @@ async function main(): Promise<void> {
           createCheckoutKey(db, { merchantId: m.merchant_id, mode: 'test', type, scopes: [...checkoutScopes] }),
         ),
       );
-      const endpoint = await call(
-        `${baseUrl}/v1/webhook_endpoints`,
-        'POST',
-        201,
-        { authorization: `Bearer ${keys[0].key}`, 'idempotency-key': `bench_${randomString(20)}` },
-        { url: `https://127.0.0.1:${receiver.port}/m${i}`, events: ['checkout.session.completed'], mode: 'test' },
-      );
+      const addEndpoint = (path: string) =>
+        call(
+          `${baseUrl}/v1/webhook_endpoints`,
+          'POST',
+          201,
+          { authorization: `Bearer ${keys[0].key}`, 'idempotency-key': `bench_${randomString(20)}` },
+          { url: `https://127.0.0.1:${receiver.port}${path}`, events: ['checkout.session.completed'], mode: 'test' },
+        );
+      const endpoint = await addEndpoint(`/m${i}`);
       merchants.push({ secretKey: keys[0].key, publishableKey: keys[1].key, secret: endpoint.secret });
+      if (FAILING_ENDPOINT && i === 0) await addEndpoint('/failing');
     }
 
     // The receiver hands each verified completion to the journey waiting for its session.
@@ -158,6 +164,7 @@ async function main(): Promise<void> {
     const early = new Map<string, number>();
     let badSignatures = 0;
     receiver.respond = (req: ReceivedRequest) => {
+      if (req.path === '/failing') return { status: 500 };
       const index = Number(req.path.slice(2));
       try {
         const event = verify(req.body, req.headers['svc-signature'] as string, merchants[index].secret);
