@@ -14,6 +14,7 @@ import * as workflowHandoffs from './20261124140000_workflow_handoffs';
 import * as fastForward from './20261124150000_fast_forward';
 import * as idempotencyJson from './20261124160000_idempotency_json';
 import * as variantCounts from './20261124170000_variant_counts';
+import * as partitionedEventLog from './20261125200000_partitioned_event_log';
 
 type Migration = { up(knex: Knex): Promise<void>; down?(knex: Knex): Promise<void> };
 
@@ -34,6 +35,7 @@ const migrations: Array<[string, Migration]> = [
   ['20261124150000_fast_forward', fastForward],
   ['20261124160000_idempotency_json', idempotencyJson],
   ['20261124170000_variant_counts', variantCounts],
+  ['20261125200000_partitioned_event_log', partitionedEventLog],
 ];
 
 /** A knex migration source over the static list, so migrations run the same under tsx, jest and node. */

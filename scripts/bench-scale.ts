@@ -470,6 +470,10 @@ async function main(): Promise<void> {
     env.onClose(() => janitorDb.destroy());
     const sweep = createJanitorActivities({ db: janitorDb });
     await sweep.sweepRetention({ nowMs: Date.now() }); // whatever the preload left past retention
+    // On the partitioned log, that day's partitions (older than the migration made).
+    if ((await pg.query(`SELECT to_regproc('event_log_ensure_day') IS NOT NULL AS p`)).rows[0].p) {
+      await pg.query(`SELECT event_log_ensure_day((now() AT TIME ZONE 'UTC' - interval '32 days')::date)`);
+    }
     await pg.query(`SET session_replication_role = replica`);
     await pg.query(
       `INSERT INTO events (id, merchant_id, mode, type, data_object, created_at, dispatched_at)

@@ -44,7 +44,15 @@ export async function newestFirst<T>(
     ])
     .limit(limit + 1);
   const past = order === 'desc' ? '<' : '>';
-  if (after) query.andWhereRaw(`(created_at, id) ${past} (?::timestamptz, ?)`, [after.createdAt, after.id]);
+  // The bound on created_at alone says the same again in a form Postgres prunes partitions by
+  // (the event log's days); a row comparison it does not.
+  if (after) {
+    query.andWhereRaw(`created_at ${past}= ?::timestamptz AND (created_at, id) ${past} (?::timestamptz, ?)`, [
+      after.createdAt,
+      after.createdAt,
+      after.id,
+    ]);
+  }
   const rows: T[] = await query;
   return { rows: rows.slice(0, limit), hasMore: rows.length > limit };
 }

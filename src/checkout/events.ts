@@ -1,6 +1,7 @@
+import type { Knex } from 'knex';
 import type { Db } from '../db/knex';
 import type { KeyMode } from '../keys/keys';
-import { newId } from '../lib/ids';
+import { idTime, newId } from '../lib/ids';
 import { isObjectId } from './ids';
 import { type Keyset, newestFirst } from './cursor';
 
@@ -17,7 +18,11 @@ export const eventTypes = [
 ] as const;
 export type EventType = (typeof eventTypes)[number];
 
-/** How long the event log keeps events. */
+/** Where an event's created_at is looked for first, around its id's time (see getEvent). */
+const ID_TIME_BEFORE_MS = 24 * 60 * 60 * 1000;
+const ID_TIME_AFTER_MS = 60 * 60 * 1000;
+
+/** How long the event log keeps events (at least: a day goes once it is wholly older). */
 export const EVENT_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
 
 export interface EventRow {
@@ -67,13 +72,20 @@ export function eventOut(row: EventRow) {
   };
 }
 
+/**
+ * Events the log still shows: created at or after the retention cutoff the janitor moves hourly
+ * (src/checkout/event-log.ts); storage goes a whole day later, with its partition.
+ */
+const retained = (db: Db) => (q: Knex.QueryBuilder) =>
+  q.where('created_at', '>=', db.raw('(SELECT cutoff FROM event_log_retention)'));
+
 /** One page of the merchant's events in `mode`, newest first (or oldest first for `asc`). */
 export async function listEvents(
   db: Db,
   scope: { merchantId: string; mode: KeyMode },
   opts: { type?: string; since?: Date; after?: Keyset; limit: number; order?: 'desc' | 'asc' },
 ) {
-  const query = db('events').where({ merchant_id: scope.merchantId, mode: scope.mode });
+  const query = db('events').where({ merchant_id: scope.merchantId, mode: scope.mode }).where(retained(db));
 
   if (opts.type !== undefined) query.andWhere({ type: opts.type });
   if (opts.since !== undefined) query.andWhere('created_at', '>=', opts.since);
@@ -87,5 +99,16 @@ export async function getEvent(
   id: string,
 ): Promise<EventRow | null> {
   if (!isObjectId(id)) return null;
-  return (await db('events').where({ id, merchant_id: scope.merchantId, mode: scope.mode }).first()) ?? null;
+  const query = () => db('events').where({ id, merchant_id: scope.merchantId, mode: scope.mode }).where(retained(db));
+  // The id's clock part is when it was made, close after the event's created_at (the transition's
+  // time): looking there first reads one or two daily partitions. An id whose time is far off (or
+  // not ours) is looked up in every partition.
+  const madeAt = idTime(id);
+  if (madeAt !== null) {
+    const near = await query()
+      .whereBetween('created_at', [new Date(madeAt - ID_TIME_BEFORE_MS), new Date(madeAt + ID_TIME_AFTER_MS)])
+      .first();
+    if (near) return near;
+  }
+  return (await query().first()) ?? null;
 }
