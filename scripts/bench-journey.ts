@@ -1,6 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { createDb, migrateLatest } from '../src/db/knex';
 import { checkoutScopes } from '../src/keys/scopes';
@@ -13,8 +11,8 @@ import { startHttpsReceiver, type ReceivedRequest } from '../test/helpers/https-
 import { databaseBackends, meterCpu } from './bench/cpu';
 import { startBenchEnvironment } from './bench/environment';
 import { percentile, table } from './bench/measure';
-import { startTsChild } from './bench/services';
-import { freePort, waitFor } from './processes';
+import { startWorkerAndApi } from './bench/services';
+import { freePort } from './processes';
 
 /**
  * `npm run bench:journey`: whole checkout journeys of many merchants at once, through the real
@@ -116,16 +114,7 @@ async function main(): Promise<void> {
       LOG_LEVEL: 'warn',
       ...(process.env.BENCH_POOL ? { DATABASE_POOL_MAX: process.env.BENCH_POOL } : {}),
     };
-    const logs = mkdtempSync(join(tmpdir(), 'svc-bench-journey-logs-'));
-    env.onClose(async () => rmSync(logs, { recursive: true, force: true }));
-    log(`Starting the worker and the API as child processes (logs in ${logs})...`);
-    const worker = startTsChild('worker', 'src/main/worker.ts', serviceEnv, join(logs, 'worker.log'));
-    const api = startTsChild('API', 'src/main/api.ts', serviceEnv, join(logs, 'api.log'));
-    await waitFor(
-      `the API at ${baseUrl}`,
-      async () => (await fetch(`${baseUrl}/partner/v1/health`, { signal: AbortSignal.timeout(2000) })).status === 200,
-      { timeoutMs: 120_000, watched: [api, worker] },
-    );
+    const { worker, api } = await startWorkerAndApi(env, 'journey', serviceEnv, baseUrl, log);
 
     log(`Creating ${MERCHANTS} merchants, each with keys and a webhook endpoint...`);
     const merchants: Merchant[] = [];

@@ -1,6 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { cpus } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { Client as PgClient } from 'pg';
 import { createJanitorActivities } from '../activities/janitor';
@@ -18,8 +16,8 @@ import { startBenchEnvironment } from './bench/environment';
 import { benchHttpClient } from './bench/http-client';
 import { percentile, table } from './bench/measure';
 import { preload, preloadCounts } from './bench/preload';
-import { startTsChild } from './bench/services';
-import { freePort, waitFor } from './processes';
+import { startWorkerAndApi } from './bench/services';
+import { freePort } from './processes';
 
 /**
  * `npm run bench:scale`: the main routes on an empty database and again on a year of data. On a
@@ -95,16 +93,7 @@ async function main(): Promise<void> {
       TRUST_PROXY: '1',
       LOG_LEVEL: 'warn',
     };
-    const logs = mkdtempSync(join(tmpdir(), 'svc-bench-scale-logs-'));
-    env.onClose(async () => rmSync(logs, { recursive: true, force: true }));
-    log(`Starting the worker and the API as child processes (logs in ${logs})...`);
-    const worker = startTsChild('worker', 'src/main/worker.ts', serviceEnv, join(logs, 'worker.log'));
-    const api = startTsChild('API', 'src/main/api.ts', serviceEnv, join(logs, 'api.log'));
-    await waitFor(
-      `the API at ${baseUrl}`,
-      async () => (await fetch(`${baseUrl}/partner/v1/health`, { signal: AbortSignal.timeout(2000) })).status === 200,
-      { timeoutMs: 120_000, watched: [api, worker] },
-    );
+    await startWorkerAndApi(env, 'scale', serviceEnv, baseUrl, log);
 
     // Tenants: the big merchant and seller, and OTHER_TENANTS of each for the rest of the preload.
     const merchant = await createMerchant(db, {

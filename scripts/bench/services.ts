@@ -1,5 +1,8 @@
-import { closeSync, openSync } from 'node:fs';
-import { type Child, repoRoot, startChild } from '../processes';
+import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type Child, repoRoot, startChild, waitFor } from '../processes';
+import type { BenchEnvironment } from './environment';
 
 /**
  * A child process running `entry` (a TypeScript file under the repository, such as
@@ -23,4 +26,29 @@ export function startTsChild(
   );
   closeSync(out);
   return child;
+}
+
+/**
+ * The worker and the API (`src/main/worker.ts`, `src/main/api.ts`, as `npm run worker` and `npm run
+ * api` start them) as child processes with `env`, their logs in a temporary folder removed with
+ * `bench`; resolves once the API answers its health check at `baseUrl`.
+ */
+export async function startWorkerAndApi(
+  bench: BenchEnvironment,
+  name: string,
+  env: NodeJS.ProcessEnv,
+  baseUrl: string,
+  log: (line: string) => void,
+): Promise<{ worker: Child; api: Child }> {
+  const logs = mkdtempSync(join(tmpdir(), `svc-bench-${name}-logs-`));
+  bench.onClose(async () => rmSync(logs, { recursive: true, force: true }));
+  log(`Starting the worker and the API as child processes (logs in ${logs})...`);
+  const worker = startTsChild('worker', 'src/main/worker.ts', env, join(logs, 'worker.log'));
+  const api = startTsChild('API', 'src/main/api.ts', env, join(logs, 'api.log'));
+  await waitFor(
+    `the API at ${baseUrl}`,
+    async () => (await fetch(`${baseUrl}/partner/v1/health`, { signal: AbortSignal.timeout(2000) })).status === 200,
+    { timeoutMs: 120_000, watched: [api, worker] },
+  );
+  return { worker, api };
 }
