@@ -16,6 +16,7 @@ import * as idempotencyJson from './20261124160000_idempotency_json';
 import * as variantCounts from './20261124170000_variant_counts';
 import * as partitionedEventLog from './20261125200000_partitioned_event_log';
 import * as hotTableStorage from './20261125201000_hot_table_storage';
+import * as variantCountsConstant from './20261125202000_variant_counts_constant';
 
 type Migration = { up(knex: Knex): Promise<void>; down?(knex: Knex): Promise<void> };
 
@@ -38,6 +39,7 @@ const migrations: Array<[string, Migration]> = [
   ['20261124170000_variant_counts', variantCounts],
   ['20261125200000_partitioned_event_log', partitionedEventLog],
   ['20261125201000_hot_table_storage', hotTableStorage],
+  ['20261125202000_variant_counts_constant', variantCountsConstant],
 ];
 
 /** A knex migration source over the static list, so migrations run the same under tsx, jest and node. */
