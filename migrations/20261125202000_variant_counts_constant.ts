@@ -15,6 +15,9 @@ import type { Knex } from 'knex';
  * on the product row's update, as before.
  */
 export async function up(knex: Knex): Promise<void> {
+  // Variant writes wait (reads go on) while the products are counted and the triggers swapped, so
+  // no variant is added between the count and the trigger that keeps it: a few seconds on 1 M variants.
+  await knex.raw('LOCK TABLE variants IN SHARE ROW EXCLUSIVE MODE');
   await knex.raw('ALTER TABLE products ADD COLUMN variant_count integer NOT NULL DEFAULT 0');
   await knex.raw(
     `UPDATE products p SET variant_count = c.n
