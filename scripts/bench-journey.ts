@@ -11,6 +11,7 @@ import { startHttpsReceiver, type ReceivedRequest } from '../test/helpers/https-
 import { databaseBackends, meterCpu } from './bench/cpu';
 import { startBenchEnvironment } from './bench/environment';
 import { percentile, table } from './bench/measure';
+import { journeySessionBody } from './bench/sessions';
 import { startWorkerAndApi } from './bench/services';
 import { freePort } from './processes';
 
@@ -189,18 +190,7 @@ async function main(): Promise<void> {
         'POST',
         201,
         { authorization: `Bearer ${m.secretKey}`, 'idempotency-key': `bench_${randomString(24)}` },
-        {
-          reference_id: `journey-${i}-${randomString(8)}`,
-          amount: 45000,
-          currency: 'IQD',
-          line_items: [
-            { label: 'Shirt', amount: 21000, quantity: 2, type: 'charge' },
-            { label: 'Delivery', amount: 3000, type: 'shipping' },
-          ],
-          payment_method_types: ['test'],
-          collect: { phone: 'none', name: 'optional', shipping_address: 'none' },
-          success_url: 'https://shop.example.com/done',
-        },
+        journeySessionBody(`journey-${i}-${randomString(8)}`),
       );
       const webhook = new Promise<number>((resolve) => {
         const at = early.get(session.id);

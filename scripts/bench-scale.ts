@@ -16,6 +16,7 @@ import { startBenchEnvironment } from './bench/environment';
 import { benchHttpClient } from './bench/http-client';
 import { percentile, table } from './bench/measure';
 import { preload, preloadCounts } from './bench/preload';
+import { journeySessionBody } from './bench/sessions';
 import { startWorkerAndApi } from './bench/services';
 import { freePort } from './processes';
 
@@ -138,19 +139,7 @@ async function main(): Promise<void> {
       if (status !== expected) throw new Error(`${init.method ?? 'GET'} ${path} answered ${status}: ${text}`);
       return JSON.parse(text);
     };
-    const sessionBody = (reference: string) => ({
-      reference_id: reference,
-      amount: 45000,
-      currency: 'IQD',
-      line_items: [
-        { label: 'Shirt', amount: 21000, quantity: 2, type: 'charge' },
-        { label: 'Delivery', amount: 3000, type: 'shipping' },
-      ],
-      payment_method_types: ['test'],
-      collect: { phone: 'none', name: 'optional', shipping_address: 'none' },
-      success_url: 'https://shop.example.com/done',
-      metadata: { order: 'bench' },
-    });
+    const sessionBody = (reference: string) => ({ ...journeySessionBody(reference), metadata: { order: 'bench' } });
 
     // Fixtures, the same for both measurements: sessions by the API, events, products and orders by SQL.
     log('Creating the fixtures...');

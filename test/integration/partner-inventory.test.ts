@@ -172,25 +172,34 @@ describe('PATCH /inventory/bulk: writing', () => {
     expect((await variant(s.seller_id, second)).price).toBe(11000);
   });
 
-  it('knows a product is multi-variant however its variants came and went: concurrent inserts count each other, a removed one no longer counts', async () => {
+  /** A new seller's new product with its one variant (SKU `sku`, one in stock). */
+  const productWithOneVariant = async () => {
     const s = await seller();
     const sku = await product(s, { initial_stock: 1 });
     const { product_id: productId } = await stack
       .db('variants')
       .where({ seller_id: s.seller_id, sku })
       .first('product_id');
+    return { s, sku, productId: productId as string };
+  };
+
+  /** Adds a variant with SKU `sku` to the product straight in SQL, as another writer would. */
+  const insertVariant = (db: typeof stack.db, sellerId: string, productId: string, sku: string) =>
+    db('variants').insert({
+      id: `var_${sku}`,
+      offer_id: `off_${sku}`,
+      product_id: productId,
+      seller_id: sellerId,
+      sku,
+      options: JSON.stringify({ Size: sku }),
+      price: 5000,
+    });
+
+  it('knows a product is multi-variant however its variants came and went: concurrent inserts count each other, a removed one no longer counts', async () => {
+    const { s, sku, productId } = await productWithOneVariant();
     const extra = [uniqueSku('A'), uniqueSku('B')];
     // Two transactions add a variant each to the same product at the same time.
-    const insert = (trx: typeof stack.db, extraSku: string) =>
-      trx('variants').insert({
-        id: `var_${extraSku}`,
-        offer_id: `off_${extraSku}`,
-        product_id: productId,
-        seller_id: s.seller_id,
-        sku: extraSku,
-        options: JSON.stringify({ Size: extraSku }),
-        price: 5000,
-      });
+    const insert = (trx: typeof stack.db, extraSku: string) => insertVariant(trx, s.seller_id, productId, extraSku);
     const first = await stack.db.transaction();
     const second = await stack.db.transaction();
     await insert(first, extra[0]);
@@ -215,22 +224,8 @@ describe('PATCH /inventory/bulk: writing', () => {
   });
 
   it('adds a variant in constant time: the siblings of a product with several are not rewritten', async () => {
-    const s = await seller();
-    const sku = await product(s, { initial_stock: 1 });
-    const { product_id: productId } = await stack
-      .db('variants')
-      .where({ seller_id: s.seller_id, sku })
-      .first('product_id');
-    const add = (extraSku: string) =>
-      stack.db('variants').insert({
-        id: `var_${extraSku}`,
-        offer_id: `off_${extraSku}`,
-        product_id: productId,
-        seller_id: s.seller_id,
-        sku: extraSku,
-        options: JSON.stringify({ Size: extraSku }),
-        price: 5000,
-      });
+    const { s, sku, productId } = await productWithOneVariant();
+    const add = (extraSku: string) => insertVariant(stack.db, s.seller_id, productId, extraSku);
     const versions = async () =>
       Object.fromEntries(
         (await stack.db('variants').where({ product_id: productId }).select('id', 'xmin')).map(
