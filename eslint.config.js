@@ -44,6 +44,10 @@ module.exports = tseslint.config(
               message: 'Workflows are deterministic: do I/O in activities.',
             },
             {
+              group: ['pino', 'pino-*', '@opentelemetry/*', '**/src/lib/log', '**/src/telemetry/**'],
+              message: 'The workflow sandbox has no process or streams: log with the logger of @temporalio/workflow.',
+            },
+            {
               group: ['@temporalio/client', '@temporalio/worker', '@temporalio/activity'],
               message: 'Workflows import only @temporalio/workflow.',
             },

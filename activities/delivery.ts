@@ -16,6 +16,7 @@ import type { EndpointRow } from '../src/webhooks/endpoint-row';
 import { adopt, advance, claimDue, ClaimedRow, enqueue, queueState, takePending } from '../src/webhooks/queue';
 import type { WebhookRuntime } from '../src/webhooks/runtime';
 import { DELIVERY_TIMEOUT_MS } from '../src/webhooks/schedule';
+import { inStoredTrace } from '../src/telemetry/propagation';
 import { deliveryAgent, postWebhook, SendResult } from '../src/webhooks/send';
 import { signatureHeader } from '../src/webhooks/signing';
 import { checkWebhookUrl, CheckedTarget, UrlCheck } from '../src/webhooks/url-safety';
@@ -78,7 +79,11 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices }: 
       'svc-event-id': event.id,
       'svc-event-type': event.type,
     };
-    return postWebhook(target, body, headers, { agent, timeoutMs: DELIVERY_TIMEOUT_MS });
+    // In the trace that recorded the event (the request or activity behind it), not the workflow's.
+    const attributes = { 'webhook.event_id': event.id, 'webhook.event_type': event.type };
+    return inStoredTrace(event.traceparent, 'webhook delivery', attributes, () =>
+      postWebhook(target, body, headers, { agent, timeoutMs: DELIVERY_TIMEOUT_MS }),
+    );
   }
 
   /**

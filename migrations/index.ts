@@ -14,6 +14,7 @@ import * as workflowHandoffs from './20261124140000_workflow_handoffs';
 import * as fastForward from './20261124150000_fast_forward';
 import * as idempotencyJson from './20261124160000_idempotency_json';
 import * as variantCounts from './20261124170000_variant_counts';
+import * as traceContext from './20261125115000_trace_context';
 import * as partitionedEventLog from './20261125200000_partitioned_event_log';
 import * as hotTableStorage from './20261125201000_hot_table_storage';
 import * as variantCountsConstant from './20261125202000_variant_counts_constant';
@@ -37,6 +38,7 @@ const migrations: Array<[string, Migration]> = [
   ['20261124150000_fast_forward', fastForward],
   ['20261124160000_idempotency_json', idempotencyJson],
   ['20261124170000_variant_counts', variantCounts],
+  ['20261125115000_trace_context', traceContext],
   ['20261125200000_partitioned_event_log', partitionedEventLog],
   ['20261125201000_hot_table_storage', hotTableStorage],
   ['20261125202000_variant_counts_constant', variantCountsConstant],

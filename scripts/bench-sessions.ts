@@ -15,8 +15,9 @@ import { type CpuGroups, databaseBackends, meterCpu } from './bench/cpu';
 import { connectStack, startBenchEnvironment } from './bench/environment';
 import { benchHttpClient } from './bench/http-client';
 import { startTsChild } from './bench/services';
+import { compareTelemetry, SAMPLED, startOtlpSink } from './bench/telemetry';
 import { Batch, combine, percentile, perSecond, runClosedLoop, table } from './bench/measure';
-import { waitFor } from './processes';
+import { freePort, waitFor } from './processes';
 
 /**
  * `npm run bench:sessions`: `POST /v1/checkout/sessions` at concurrency 16 over HTTP against the
@@ -30,7 +31,9 @@ import { waitFor } from './processes';
  * The two are measured in alternating rounds so that both see the same machine. Uses DATABASE_URL's
  * server (a database `svc_bench_<ts>` is created and dropped), or an embedded Postgres when unset.
  * BENCH_ROUNDS, BENCH_PER_ROUND, BENCH_WARMUP and BENCH_CONCURRENCY change the sizes; BENCH_STRICT=1
- * exits 1 when the target is missed.
+ * exits 1 when the target is missed. BENCH_TELEMETRY=compare also measures the API as a process of
+ * its own (`src/main/api.ts`) with telemetry off and with tracing on (OTLP/HTTP to a loopback
+ * sink, 10 % sampled; its own worker, traced too), in the same alternating rounds.
  */
 
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
@@ -112,6 +115,42 @@ async function main(): Promise<void> {
       });
     }
 
+    // BENCH_TELEMETRY=compare: an API process with telemetry off and one with it on, each with its
+    // worker (the plain worker above serves the "off" API), all logging warnings only.
+    const telemetry = compareTelemetry ? await startTelemetryPair() : undefined;
+    async function startTelemetryPair() {
+      const sink = await startOtlpSink();
+      env.onClose(sink.close);
+      const tracedQueue = `${settings.TEMPORAL_TASK_QUEUE}-traced`;
+      const quiet = { LOG_LEVEL: 'warn', HOST: '127.0.0.1', CHECKOUT_RATE_LIMIT_PER_SECOND: '1000000' };
+      const traced = { ...serviceEnv, ...sink.env, TEMPORAL_TASK_QUEUE: tracedQueue };
+      const tracedWorker = startTsChild('traced worker', 'src/main/worker.ts', traced, join(logs, 'traced-worker.log'));
+      await waitFor(
+        tracedWorker.name,
+        async () => readFileSync(join(logs, 'traced-worker.log'), 'utf8').includes('worker running'),
+        {
+          timeoutMs: 180_000,
+          watched: [tracedWorker],
+        },
+      );
+      const api = async (name: string, apiEnv: NodeJS.ProcessEnv) => {
+        const port = await freePort();
+        const child = startTsChild(
+          name,
+          'src/main/api.ts',
+          { ...apiEnv, ...quiet, PORT: String(port) },
+          join(logs, `${name}.log`),
+        );
+        const url = `http://127.0.0.1:${port}`;
+        await waitFor(name, async () => (await fetch(`${url}/partner/v1/health`).catch(() => null))?.ok === true, {
+          timeoutMs: 120_000,
+          watched: [child],
+        });
+        return url;
+      };
+      return { sink, off: await api('api-telemetry-off', serviceEnv), on: await api('api-telemetry-on', traced) };
+    }
+
     const http = createApp({ db: appDb, settings, clock: systemClock, temporal }).listen(0, '127.0.0.1');
     await new Promise((resolve) => http.once('listening', resolve));
     env.onClose(() => new Promise((resolve) => http.close(resolve)));
@@ -132,8 +171,8 @@ async function main(): Promise<void> {
 
     const client = benchHttpClient(CONCURRENCY);
     env.onClose(async () => client.close());
-    const createSession = async () => {
-      const { status, text } = await client.request(`${baseUrl}/v1/checkout/sessions`, {
+    const createAt = (url: string) => async () => {
+      const { status, text } = await client.request(`${url}/v1/checkout/sessions`, {
         method: 'POST',
         headers: {
           authorization: `Bearer ${key}`,
@@ -144,6 +183,7 @@ async function main(): Promise<void> {
       });
       if (status !== 201) throw new Error(`POST /v1/checkout/sessions answered ${status}: ${text}`);
     };
+    const createSession = createAt(baseUrl);
     const startNoop = async () => {
       await temporal.workflow.start('benchNoopWorkflow', {
         workflowId: `bench-noop-${randomString(20)}`,
@@ -154,10 +194,15 @@ async function main(): Promise<void> {
     log(`Warming up (${WARMUP} of each)...`);
     await runClosedLoop(WARMUP, CONCURRENCY, startNoop);
     await runClosedLoop(WARMUP, CONCURRENCY, createSession);
+    if (telemetry) {
+      await runClosedLoop(WARMUP, CONCURRENCY, createAt(telemetry.off));
+      await runClosedLoop(WARMUP, CONCURRENCY, createAt(telemetry.on));
+    }
 
     log(`Measuring ${ROUNDS} alternating rounds of ${PER_ROUND} each at concurrency ${CONCURRENCY}...`);
     const floorBatches: Batch[] = [];
     const sessionBatches: Batch[] = [];
+    const telemetryBatches = { off: [] as Batch[], on: [] as Batch[] };
     // CPU seconds per process group in each phase, to show where a create costs more than a start.
     const cpuGroups: CpuGroups = {
       'Temporal dev server': async () => (env.temporalPid ? [env.temporalPid] : []),
@@ -177,6 +222,13 @@ async function main(): Promise<void> {
       log(
         `  round ${round + 1}: floor ${rate(perSecond(floorBatches[round]))}, sessions ${rate(perSecond(sessionBatches[round]))}`,
       );
+      if (!telemetry) continue;
+      // Off and on in turn, each first in every other round.
+      const sides = round % 2 === 0 ? (['off', 'on'] as const) : (['on', 'off'] as const);
+      for (const side of sides)
+        telemetryBatches[side].push(await runClosedLoop(PER_ROUND, CONCURRENCY, createAt(telemetry[side])));
+      const [off, on] = [telemetryBatches.off[round], telemetryBatches.on[round]];
+      log(`           telemetry off ${rate(perSecond(off))}, on ${rate(perSecond(on))}`);
     }
     const floor = combine(floorBatches);
     const sessions = combine(sessionBatches);
@@ -214,6 +266,40 @@ async function main(): Promise<void> {
         ],
       ]),
     );
+    if (telemetry) {
+      const off = combine(telemetryBatches.off);
+      const on = combine(telemetryBatches.on);
+      // Throughput lost, latency added, with telemetry on (negative: within noise, it did better).
+      const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
+      log(
+        `\nTelemetry (API and worker processes of their own; "on": traces over OTLP/HTTP, ${SAMPLED * 100} % sampled):`,
+      );
+      log(
+        table([
+          ['figure', 'telemetry off', 'telemetry on', 'cost'],
+          [
+            'sessions created per second',
+            rate(perSecond(off)),
+            rate(perSecond(on)),
+            pct(1 - perSecond(on) / perSecond(off)),
+          ],
+          [
+            'create latency, median',
+            ms(percentile(off.latenciesMs, 50)),
+            ms(percentile(on.latenciesMs, 50)),
+            pct(percentile(on.latenciesMs, 50) / percentile(off.latenciesMs, 50) - 1),
+          ],
+          [
+            'create latency, p95',
+            ms(percentile(off.latenciesMs, 95)),
+            ms(percentile(on.latenciesMs, 95)),
+            pct(percentile(on.latenciesMs, 95) / percentile(off.latenciesMs, 95) - 1),
+          ],
+        ]),
+      );
+      const { exports, bytes } = telemetry.sink.received();
+      log(`OTLP sink: ${exports} exports, ${(bytes / 1024).toFixed(0)} KB.`);
+    }
     const perOp = (seconds: number | undefined, count: number) => `${(((seconds ?? 0) * 1000) / count).toFixed(1)} ms`;
     const total = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
     log('\nCPU per operation (user + system):');

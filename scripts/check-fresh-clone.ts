@@ -12,8 +12,9 @@ import { findTemporalCli, findTestServer } from './toolchain';
  * (HEAD) inside a new mode-700 directory, without DATABASE_URL or TEMPORAL_ADDRESS:
  *   1. `npm start` installs with `npm ci`, answers /partner/v1/health, prints `ready` last, and
  *      stops everything on Ctrl-C;
- *   2. `npm test -- test/unit/lib.test.ts` passes against a throwaway embedded Postgres (the
- *      lockfile, type, lint and format checks, and one jest file to keep CI short).
+ *   2. `npm test -- test/unit/lib.test.ts test/e2e/api-docs.test.ts` passes against a throwaway
+ *      embedded Postgres (the lockfile, type, lint and format checks, one unit file and one browser
+ *      test, whose Chromium npm test installs when missing; two files to keep CI short).
  * Removes the directory and the clone's Postgres home, and ends every process it started.
  * The Temporal binaries come from this checkout (TEMPORAL_CLI_PATH, TEMPORAL_TEST_SERVER_PATH),
  * so they are downloaded once, not once per clone.
@@ -23,6 +24,8 @@ const READY_LINE = 'ready: press Ctrl-C to stop';
 /** npm ci, initdb and the first start of Temporal on a loaded two-core machine. */
 const START_TIMEOUT_MS = 600_000;
 const TEST_TIMEOUT_MS = 900_000;
+/** A browser test the clone runs, so a Chromium that npm test fails to provide shows here. */
+const BROWSER_TEST = 'test/e2e/api-docs.test.ts';
 /** How long `ready` must stay the last line printed. */
 const QUIET_AFTER_READY_MS = 5_000;
 
@@ -224,7 +227,7 @@ async function checkStart(clone: string, env: NodeJS.ProcessEnv, paths: string[]
 }
 
 async function checkTest(clone: string, env: NodeJS.ProcessEnv, paths: string[]): Promise<void> {
-  const run = startRun(['test', '--', 'test/unit/lib.test.ts'], clone, env);
+  const run = startRun(['test', '--', 'test/unit/lib.test.ts', BROWSER_TEST], clone, env);
   const code = await exitOf(run, TEST_TIMEOUT_MS);
   const summary = /^jest: (\d+) passed, (\d+) failed.*$/m.exec(run.output());
   const embedded = run.output().includes('Initialising embedded Postgres');
@@ -232,6 +235,12 @@ async function checkTest(clone: string, env: NodeJS.ProcessEnv, paths: string[])
     'npm test passes on embedded Postgres',
     code === 0 && embedded && !!summary && Number(summary[1]) > 0 && summary[2] === '0',
     `exit ${code}; ${summary?.[0] ?? 'no jest summary'}; ${embedded ? 'embedded Postgres' : 'no embedded Postgres'}`,
+  );
+  const browserPassed = new RegExp(`^PASS ${BROWSER_TEST.replace(/\./g, '\\.')}`, 'm').test(run.output());
+  record(
+    'npm test runs a browser test (Chromium installed by npm test when missing)',
+    browserPassed,
+    browserPassed ? `${BROWSER_TEST} passed` : `${BROWSER_TEST} did not pass (see the output above)`,
   );
   await assertNoneLeft('npm test', paths);
 }

@@ -23,6 +23,7 @@ const RECORDING_TESTS = [
   'test/integration/webhooks-queue.test.ts',
   'test/integration/janitor.test.ts',
   'test/integration/test-helpers-fast-forward.test.ts',
+  'test/integration/telemetry-tracing.test.ts',
 ];
 
 function defaultLabel(): string {

@@ -3,11 +3,13 @@ import { join, relative } from 'node:path';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { temporal } from '@temporalio/proto';
 import { bundleWorkflowCode, DefaultLogger, makeTelemetryFilterString, Runtime, Worker } from '@temporalio/worker';
+import { workerTracingOptions, workflowInterceptorModules } from '../src/telemetry/temporal';
 import { repoRoot } from './processes';
 
 /**
  * `npm run replay`: replays every committed workflow history (test/replay/histories, JSON as the
- * Temporal CLI and UI export it) against the current workflow code with the SDK's replayer. Exits 1
+ * Temporal CLI and UI export it) against the current workflow code, with the tracing interceptors
+ * every worker runs, with the SDK's replayer. Exits 1
  * on any nondeterminism, naming the workflow type, the history file and the event it diverged at;
  * `npm test` runs it.
  */
@@ -64,12 +66,16 @@ async function main(): Promise<number> {
   const recorded = new Map(files.map((file) => [file, load(file)]));
   const { code } = await bundleWorkflowCode({
     workflowsPath: require.resolve('../workflows'),
+    workflowInterceptorModules, // the tracing interceptors, as every worker runs them
     logger: new DefaultLogger('WARN'),
   });
   const started = Date.now();
   const failures: string[] = [];
   const histories = [...recorded.values()].map(({ file, history }) => ({ workflowId: file, history }));
-  for await (const result of Worker.runReplayHistories({ workflowBundle: { code }, replayName: 'replay' }, histories)) {
+  for await (const result of Worker.runReplayHistories(
+    { workflowBundle: { code }, replayName: 'replay', sinks: workerTracingOptions().sinks },
+    histories,
+  )) {
     if (!result.error) continue;
     const { file, history, workflowType } = recorded.get(result.workflowId)!;
     const message = result.error.message;

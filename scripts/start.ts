@@ -205,6 +205,8 @@ async function main(): Promise<void> {
   const databaseUrl = requireDatabaseUrl(runSettings);
   await prepareDatabase(runSettings, databaseUrl);
 
+  // A person at a terminal reads log lines, a collector reads JSON: pretty lines only for the former.
+  if (process.stderr.isTTY) env.LOG_FORMAT ??= 'pretty';
   const worker = startService('worker', 'src/main/worker.ts', env);
   const workerReady = readyMessage(worker);
   const api = startService('API', 'src/main/api.ts', env);

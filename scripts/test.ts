@@ -1,14 +1,19 @@
+import { spawnSync } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { startEmbeddedPg, type EmbeddedPg } from './embedded-pg';
 import { removeCluster, removeLeftoversOfDeadProcesses } from './postgres-home';
 import { freePort, repoRoot, startChild, stopAll, type Child } from './processes';
+import { ensureSystemPackages, packagesFor, SystemPackageMissing } from './system-packages';
 import { findTemporalCli, findTestServer } from './toolchain';
 
 /**
- * `npm test`: runs the checks below in order, all of them, against embedded Postgres unless
- * DATABASE_URL is set. Extra arguments go to jest (`npm test -- test/unit`). Exits 0 when every
- * check passes, else with the exit code of the last check that failed (jest's, when it fails).
+ * `npm test`: first installs the system packages the selected jest files need (Chromium for the
+ * browser tests, Prometheus for the telemetry tests: scripts/system-packages.ts), then runs the
+ * checks below in order, all of them, against embedded Postgres unless DATABASE_URL is set. Extra
+ * arguments go to jest (`npm test -- test/unit`). Exits 0 when every check passes, else with the
+ * exit code of the last check that failed (jest's, when it fails); 1 at once when a needed
+ * system package is missing and cannot be installed.
  */
 
 interface Check {
@@ -51,6 +56,29 @@ function jestSummary(resultsFile: string): string | undefined {
 }
 
 const PG_TIMEOUT_MS = 120_000;
+
+/** The test files jest would run with these arguments (`jest --listTests`). */
+function selectedTestFiles(jestArgs: string[]): string[] {
+  const result = spawnSync(join(repoRoot, 'node_modules', '.bin', 'jest'), [...jestArgs, '--listTests'], {
+    cwd: repoRoot,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  if (result.status !== 0) throw new Error(`jest --listTests failed (exit ${result.status})`);
+  return result.stdout.split('\n').filter(Boolean);
+}
+
+/** Installs what the selected tests need from Debian; on failure prints why and the command to run, and returns false. */
+function systemPackagesReady(jestArgs: string[]): boolean {
+  try {
+    ensureSystemPackages(packagesFor(selectedTestFiles(jestArgs)));
+    return true;
+  } catch (err) {
+    if (!(err instanceof SystemPackageMissing)) throw err;
+    process.stderr.write(`\n${err.message}\n`);
+    return false;
+  }
+}
 
 let interrupted = false;
 let running: Child | undefined;
@@ -103,6 +131,8 @@ async function removeTestPostgres(testPg: { pg: EmbeddedPg; dataDir: string }): 
 async function main(): Promise<number> {
   process.on('SIGINT', () => interrupt('SIGINT'));
   process.on('SIGTERM', () => interrupt('SIGTERM'));
+  const jestArgs = process.argv.slice(2);
+  if (!systemPackagesReady(jestArgs)) return 1;
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     TEMPORAL_TEST_SERVER_PATH: findTestServer(),
@@ -113,7 +143,7 @@ async function main(): Promise<number> {
   const summaries: string[] = [];
   let exitCode = 0;
   try {
-    for (const check of checks(process.argv.slice(2))) {
+    for (const check of checks(jestArgs)) {
       if (interrupted) break;
       const code = await runCheck(check, env);
       if (code !== 0) exitCode = code;

@@ -3,6 +3,8 @@ import compose from 'koa-compose';
 import { jsonBody } from './http/body';
 import { checkoutErrors, partnerErrors } from './http/error-envelope';
 import { checkoutRequestId, partnerRequestId } from './http/request-id';
+import { requestLog } from './http/request-log';
+import { traceRequests } from './telemetry/http';
 import { partnerRouter } from './partner/routes';
 import { checkoutRouter } from './checkout/routes';
 import { hostedStack } from './hosted/routes';
@@ -37,6 +39,8 @@ export function createApp(deps: AppDeps): Koa {
   const hops = deps.settings.TRUST_PROXY;
   const app = new Koa({ proxy: hops > 0, maxIpsCount: hops });
   app.silent = true; // errors are rendered and logged by the per-API middleware
+  app.use(traceRequests);
+  app.use(requestLog);
   app.use(partnerStack(deps, partnerRouter(deps)));
   const checkout = checkoutStack(deps, checkoutRouter(deps));
   app.use(checkout);

@@ -2,6 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { Client } from 'pg';
 import { bundleWorkflowCode } from '@temporalio/worker';
+import { workflowInterceptorModules } from '../src/telemetry/temporal';
 import { createDb, migrateLatest } from '../src/db/knex';
 import { randomString } from '../src/lib/ids';
 import { newRunEnvFile, RUN_ENV_VARIABLE, RunEnv } from './helpers/run-env';
@@ -34,6 +35,7 @@ export default async function globalSetup(): Promise<void> {
 
   const { code } = await bundleWorkflowCode({
     workflowsPath: require.resolve('../workflows'),
+    workflowInterceptorModules,
     logger: {
       log: () => undefined,
       trace: () => undefined,

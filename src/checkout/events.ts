@@ -4,6 +4,7 @@ import type { KeyMode } from '../keys/keys';
 import { idTime, newId } from '../lib/ids';
 import { isObjectId } from './ids';
 import { type Keyset, newestFirst } from './cursor';
+import { currentTraceparent } from '../telemetry/propagation';
 
 /** Event types this service emits (new ones may be added inside v1). */
 export const eventTypes = [
@@ -32,6 +33,8 @@ export interface EventRow {
   type: string;
   data_object: unknown;
   created_at: Date;
+  /** The trace that recorded the event (its webhook deliveries continue it); null when tracing is off. */
+  traceparent?: string | null;
 }
 
 /** The Postgres channel on which a recorded event's id is announced, delivered only on commit. */
@@ -54,6 +57,7 @@ export async function recordEvent(
       type: input.type,
       data_object: JSON.stringify(input.object),
       created_at: input.now,
+      traceparent: currentTraceparent(),
     })
     .returning('*');
   await trx.raw('SELECT pg_notify(?, ?)', [EVENTS_CHANNEL, row.id]);

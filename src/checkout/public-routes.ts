@@ -1,6 +1,7 @@
 import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import type { AppDeps } from '../deps';
+import { inSnapshot } from '../db/knex';
 import { publishableKeyAuth } from '../http/checkout-auth';
 import { rateLimit } from '../http/rate-limit';
 import { input, validate } from '../http/validate';
@@ -64,10 +65,13 @@ export function publicRoutes(router: Router, deps: AppDeps, adapters: PublicAdap
 
   router.get('/public/sessions/:code', ...pub, async (ctx) => {
     const now = clock();
-    const session = await sessionByCode(db, ctx.state.checkout, ctx.params.code);
-    assertShowable(session, now);
-    const withProfile = await customerTokenValid(db, session.id, token(ctx), now);
-    ctx.body = publicSessionOut(session, await publicContext(db, session), withProfile);
+    // The session, the token and the merchant's methods and rates from one snapshot: one moment.
+    ctx.body = await inSnapshot(db, async (trx) => {
+      const session = await sessionByCode(trx, ctx.state.checkout, ctx.params.code);
+      assertShowable(session, now);
+      const withProfile = await customerTokenValid(trx, session.id, token(ctx), now);
+      return publicSessionOut(session, await publicContext(trx, session), withProfile);
+    });
   });
 
   router.post('/public/sessions/:code/otp', ...pub, validate(otp), async (ctx) => {

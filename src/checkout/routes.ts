@@ -1,5 +1,6 @@
 import Router from '@koa/router';
 import type { AppDeps } from '../deps';
+import { inSnapshot } from '../db/knex';
 import { secretKeyAuth, testKeysOnly } from '../http/checkout-auth';
 import { renderCheckoutError } from '../http/error-envelope';
 import { ApiError } from '../http/errors';
@@ -117,9 +118,12 @@ export function checkoutRouter(deps: AppDeps, adapters: PublicAdapters = {}): Ro
   });
 
   router.get('/events/:id', ...merchant('events:read'), async (ctx) => {
-    const event = await getEvent(db, ctx.state.checkout, ctx.params.id);
-    if (!event) throw ApiError.notFound('event_not_found', 'No such event.');
-    ctx.body = { ...eventOut(event), deliveries: await eventDeliveries(db, event.id) };
+    // The event and its deliveries from one snapshot: one moment.
+    ctx.body = await inSnapshot(db, async (trx) => {
+      const event = await getEvent(trx, ctx.state.checkout, ctx.params.id);
+      if (!event) throw ApiError.notFound('event_not_found', 'No such event.');
+      return { ...eventOut(event), deliveries: await eventDeliveries(trx, event.id) };
+    });
   });
 
   return webhookRoutes(publicRoutes(refundRoutes(router, deps), deps, adapters), deps);

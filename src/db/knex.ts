@@ -29,6 +29,17 @@ export function inTransaction<T>(db: Db, work: (trx: Db) => Promise<T>): Promise
 }
 
 /**
+ * Runs `reads` in one REPEATABLE READ READ ONLY transaction, so that every statement sees the same
+ * snapshot: an answer built from several reads shows one moment, never a commit that landed
+ * between two of them. Two round trips more than the reads (BEGIN … and COMMIT); a single statement
+ * is one moment already and needs none. Not inside another transaction (its reads would not share one snapshot).
+ */
+export function inSnapshot<T>(db: Db, reads: (trx: Db) => Promise<T>): Promise<T> {
+  if (db.isTransaction) throw new Error('inSnapshot runs outside transactions');
+  return db.transaction(reads, { isolationLevel: 'repeatable read', readOnly: true });
+}
+
+/**
  * Runs `text` (placeholders `$1`…) as the named prepared statement `name` on a pooled connection,
  * which then parses and plans it once instead of on every call; returns its rows. For large
  * statements on hot paths; not inside a transaction (it takes a connection of its own).

@@ -50,7 +50,7 @@ export function listenOn(opts: {
   }
 
   const ready = connect().catch((err) => {
-    log.warn(`${opts.name} could not LISTEN; retrying`, { error: err instanceof Error ? err.message : String(err) });
+    log.warn(`${opts.name} could not LISTEN; retrying`, { error: err });
     scheduleReconnect();
   });
 

@@ -55,7 +55,7 @@ export function startNotifiedLoop(opts: {
     running = pass()
       .catch((err) =>
         log.error(`${opts.name} pass failed; the next one retries`, {
-          error: err instanceof Error ? err.message : String(err),
+          error: err,
         }),
       )
       .finally(() => {

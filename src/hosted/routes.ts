@@ -2,6 +2,7 @@ import Router from '@koa/router';
 import compose from 'koa-compose';
 import type { Middleware } from 'koa';
 import type { AppDeps } from '../deps';
+import { routeTemplate } from '../http/request-log';
 import { log } from '../lib/log';
 import { webhookRuntime } from '../webhooks/runtime';
 import { gatewayDecide, gatewayPage, returnPage } from './attempt-pages';
@@ -18,11 +19,7 @@ const hostedErrors: Middleware = async (ctx, next) => {
   try {
     await next();
   } catch (err) {
-    log.error('hosted page failed', {
-      method: ctx.method,
-      path: ctx.path,
-      error: err instanceof Error ? err.stack : String(err),
-    });
+    log.error('hosted page failed', { method: ctx.method, route: routeTemplate(ctx), error: err });
     const out = new PageResponse(ctx, false, null);
     out.message(500, { title: 'unavailable_title', body: 'unavailable_body' });
   }

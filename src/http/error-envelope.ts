@@ -1,7 +1,9 @@
+import { trace } from '@opentelemetry/api';
 import type { Context, Middleware } from 'koa';
 import { ZodError } from 'zod';
 import { log } from '../lib/log';
 import { ApiError, BodyError } from './errors';
+import { routeTemplate } from './request-log';
 import { zodDetails } from './validate';
 
 type Envelope = (ctx: Context, err: ApiError) => unknown;
@@ -30,12 +32,9 @@ const checkoutEnvelope: Envelope = (ctx, err) => ({
 export function toApiError(ctx: Context, err: unknown): ApiError {
   if (err instanceof ApiError) return err;
   if (err instanceof ZodError) return ApiError.validation('The request is invalid.', zodDetails(err));
-  log.error('unhandled error', {
-    request_id: ctx.state.requestId,
-    method: ctx.method,
-    path: ctx.path,
-    error: err instanceof Error ? err.stack : String(err),
-  });
+  log.error('unhandled error', { method: ctx.method, route: routeTemplate(ctx), error: err });
+  // The stack goes to the trace (never to the log or the response).
+  trace.getActiveSpan()?.recordException(err instanceof Error ? err : String(err));
   return ApiError.internal();
 }
 

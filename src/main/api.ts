@@ -1,3 +1,4 @@
+import '../telemetry/instrument'; // first: it patches pg before anything loads it
 import { loadSettings, requireDatabaseUrl } from '../config';
 import { createApp } from '../app';
 import { createDb } from '../db/knex';
@@ -5,11 +6,13 @@ import { systemClock } from '../lib/clock';
 import { log } from '../lib/log';
 import { handoffsForgotten } from '../temporal/handoffs';
 import { connectTemporal } from '../temporal/client';
+import { startTracing } from '../telemetry/tracing';
 import { requireSecretKeyForLive } from '../webhooks/runtime';
 
 /** `npm run api`: the HTTP API, stateless; run as many copies as needed. */
 async function main(): Promise<void> {
   const settings = loadSettings();
+  const tracing = startTracing('svc-api');
   const db = createDb(requireDatabaseUrl(settings), settings.DATABASE_POOL_MAX);
   await requireSecretKeyForLive(settings, db);
   const temporal = await connectTemporal(settings);
@@ -25,7 +28,7 @@ async function main(): Promise<void> {
     server.close(() => {
       // Delivered handoffs still being deleted: let that finish (the relay would only repeat them).
       void handoffsForgotten(db)
-        .then(() => Promise.allSettled([db.destroy(), temporal.connection.close()]))
+        .then(() => Promise.allSettled([db.destroy(), temporal.connection.close(), tracing.shutdown()]))
         .then(() => process.exit(0));
     });
     setTimeout(() => process.exit(0), 5000).unref();
@@ -35,6 +38,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err) => {
-  log.error('api failed to start', { error: err instanceof Error ? err.message : String(err) });
+  log.error('api failed to start', { error: err });
   process.exit(1);
 });

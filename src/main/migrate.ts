@@ -15,6 +15,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err) => {
-  log.error('migration failed', { error: err instanceof Error ? err.message : String(err) });
+  log.error('migration failed', { error: err });
   process.exit(1);
 });

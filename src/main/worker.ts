@@ -1,3 +1,4 @@
+import '../telemetry/instrument'; // first: it patches pg before anything loads it
 import { Client } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { loadSettings, requireDatabaseUrl } from '../config';
@@ -12,6 +13,8 @@ import { startDispatcher } from '../webhooks/dispatcher';
 import { listenForQueuedRows } from '../webhooks/queue-notices';
 import { requireSecretKeyForLive, webhookRuntime } from '../webhooks/runtime';
 import { ensureJanitor } from '../temporal/janitor';
+import { temporalClientInterceptors } from '../telemetry/temporal';
+import { startTracing } from '../telemetry/tracing';
 import { createWorker } from '../worker/create-worker';
 import { installSdkLogger } from '../worker/sdk-log';
 
@@ -19,6 +22,7 @@ import { installSdkLogger } from '../worker/sdk-log';
 async function main(): Promise<void> {
   installSdkLogger();
   const settings = loadSettings();
+  const tracing = startTracing('svc-worker');
   const databaseUrl = requireDatabaseUrl(settings);
   const db = createDb(databaseUrl, settings.DATABASE_POOL_MAX);
   await requireSecretKeyForLive(settings, db);
@@ -35,7 +39,11 @@ async function main(): Promise<void> {
     webhooks: webhookRuntime(settings),
     queueNotices,
   });
-  const client = new Client({ connection, namespace: settings.TEMPORAL_NAMESPACE });
+  const client = new Client({
+    connection,
+    namespace: settings.TEMPORAL_NAMESPACE,
+    interceptors: temporalClientInterceptors(),
+  });
   await ensureJanitor(client, settings.TEMPORAL_TASK_QUEUE);
   // Webhook fan-out after commit: any number of workers may run one (they share the work).
   const dispatcher = startDispatcher({ db, databaseUrl, temporal: client, taskQueue: settings.TEMPORAL_TASK_QUEUE });
@@ -55,11 +63,11 @@ async function main(): Promise<void> {
   await running;
   await Promise.all([dispatcher.stop(), handoffs.stop(), relay?.stop(), queueNotices.stop()]);
   for (const transport of Object.values(transports)) transport.close?.();
-  await Promise.allSettled([db.destroy(), connection.close()]);
+  await Promise.allSettled([db.destroy(), connection.close(), tracing.shutdown()]);
   log.info('worker stopped');
 }
 
 main().catch((err) => {
-  log.error('worker failed', { error: err instanceof Error ? err.stack : String(err) });
+  log.error('worker failed', { error: err });
   process.exit(1);
 });

@@ -4,8 +4,9 @@ import type { Db } from '../db/knex';
 import { startNotifiedLoop } from '../db/notified-loop';
 import { maskCodes } from './mask';
 import { type Clock, systemClock } from '../lib/clock';
-import { log as defaultLog } from '../lib/log';
+import { log as defaultLog, errorText } from '../lib/log';
 import type { MessageKind, OutboxMessage, Transports } from './transports';
+import { inStoredTrace } from '../telemetry/propagation';
 
 /** Postgres announces every insert into `outbox` here when its transaction commits (a trigger). */
 export const OUTBOX_CHANNEL = 'svc_outbox';
@@ -52,6 +53,8 @@ interface ClaimedRow extends OutboxMessage {
   /** Including the one just claimed. */
   attempts: number;
   created_at: Date;
+  /** The trace that queued the message (an OTP request): the send continues it. */
+  traceparent: string | null;
 }
 
 /**
@@ -122,7 +125,7 @@ export function startOutboxRelay(deps: OutboxRelayDeps): OutboxRelay {
         .limit(batchSize)
         .forUpdate()
         .skipLocked()
-        .select('id', 'kind', 'to', 'subject', 'body', 'attempts', 'created_at');
+        .select('id', 'kind', 'to', 'subject', 'body', 'attempts', 'created_at', 'traceparent');
       const rows: ClaimedRow[] = await query;
       for (const row of rows) {
         row.attempts += 1;
@@ -134,13 +137,19 @@ export function startOutboxRelay(deps: OutboxRelayDeps): OutboxRelay {
     });
   }
 
-  async function sendOne(row: ClaimedRow): Promise<void> {
+  /** Sends one message in the trace that queued it. */
+  function sendOne(row: ClaimedRow): Promise<void> {
+    const attributes = { 'outbox.kind': row.kind, 'outbox.attempts': row.attempts };
+    return inStoredTrace(row.traceparent, 'outbox send', attributes, () => sendTraced(row));
+  }
+
+  async function sendTraced(row: ClaimedRow): Promise<void> {
     const transport = deps.transports[row.kind]!;
-    const { attempts, created_at: createdAt, ...message } = row;
+    const { attempts, created_at: createdAt, traceparent: _, ...message } = row;
     try {
       await transport.send(message);
     } catch (err) {
-      const error = (err instanceof Error ? err.message : String(err)).slice(0, LAST_ERROR_MAX_CHARS);
+      const lastError = errorText(err).slice(0, LAST_ERROR_MAX_CHARS);
       const at = now();
       const retryAt = new Date(at.getTime() + retryDelayMs(attempts));
       const giveUp = attempts >= MAX_ATTEMPTS || expired(row.kind, createdAt, retryAt);
@@ -148,14 +157,14 @@ export function startOutboxRelay(deps: OutboxRelayDeps): OutboxRelay {
         .db('outbox')
         .where({ id: row.id, attempts })
         .whereNull('sent_at')
-        .update({ last_error: error, next_attempt_at: giveUp ? null : retryAt });
-      if (giveUp) log.warn('outbox message given up', { id: row.id, kind: row.kind, attempts, error });
+        .update({ last_error: lastError, next_attempt_at: giveUp ? null : retryAt });
+      if (giveUp) log.warn('outbox message given up', { id: row.id, kind: row.kind, attempts, error: err });
       else
         log.warn('outbox message not sent; will retry', {
           id: row.id,
           kind: row.kind,
           attempts,
-          error,
+          error: err,
           retry_at: retryAt.toISOString(),
         });
       return;

@@ -199,7 +199,7 @@ async function bookkeeping(
   } catch (err) {
     log.error('seller ledger posting failed', {
       seller_id: sellerId,
-      error: err instanceof Error ? err.message : String(err),
+      error: err,
     });
   }
 }

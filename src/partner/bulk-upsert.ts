@@ -330,5 +330,5 @@ export async function bulkUpsertProducts(db: Db, sellerId: string, items: unknow
 }
 
 function logFailure(message: string, sellerId: string, err: unknown): void {
-  log.error(message, { seller_id: sellerId, error: err instanceof Error ? err.message : String(err) });
+  log.error(message, { seller_id: sellerId, error: err });
 }

@@ -37,50 +37,6 @@ export interface ProductWithParts {
   categoryIds: string[];
 }
 
-/**
- * The seller's products `ids` with all of the seller's variants (each with its stock summed over
- * locations, each location's level rounded half away from zero) and category ids: three queries
- * whatever the page size.
- */
-export async function loadProducts(db: Db, sellerId: string, products: ProductRow[]): Promise<ProductWithParts[]> {
-  if (products.length === 0) return [];
-  const ids = products.map((p) => p.id);
-  const [variants, categories] = await Promise.all([
-    db.raw<{ rows: VariantRow[] }>(
-      `SELECT v.id, v.offer_id, v.product_id, v.sku, v.options, v.price, v.sale_price, v.campaign_label,
-              v.condition, v.notes,
-              COALESCE((SELECT SUM(ROUND(sl.level)) FROM stock_levels sl WHERE sl.variant_id = v.id), 0)::bigint
-                AS stocked_quantity
-         FROM variants v
-        WHERE v.seller_id = ? AND v.product_id = ANY(?)
-        ORDER BY v.product_id, v.created_at, v.id`,
-      [sellerId, ids],
-    ),
-    db('product_categories')
-      .whereIn('product_id', ids)
-      .orderBy(['product_id', 'position'])
-      .select('product_id', 'category_id'),
-  ]);
-  const variantsOf = groupBy(variants.rows, (v) => v.product_id);
-  const categoriesOf = groupBy(categories as Array<{ product_id: string; category_id: string }>, (c) => c.product_id);
-  return products.map((product) => ({
-    product,
-    variants: variantsOf.get(product.id) ?? [],
-    categoryIds: (categoriesOf.get(product.id) ?? []).map((c) => c.category_id),
-  }));
-}
-
-function groupBy<T>(rows: T[], key: (row: T) => string): Map<string, T[]> {
-  const out = new Map<string, T[]>();
-  for (const row of rows) {
-    const k = key(row);
-    const list = out.get(k);
-    if (list) list.push(row);
-    else out.set(k, [row]);
-  }
-  return out;
-}
-
 const PRODUCT_COLUMNS = [
   'id',
   'title',
@@ -97,6 +53,41 @@ const PRODUCT_COLUMNS = [
   'updated_at',
 ];
 
+/**
+ * Each variant of the product `p` as JSON, oldest first, with its stock summed over locations (each
+ * location's level rounded half away from zero).
+ */
+const VARIANTS_OF_P = `COALESCE((
+  SELECT json_agg(json_build_object(
+           'id', v.id, 'offer_id', v.offer_id, 'product_id', v.product_id, 'sku', v.sku, 'options', v.options,
+           'price', v.price, 'sale_price', v.sale_price, 'campaign_label', v.campaign_label,
+           'condition', v.condition, 'notes', v.notes,
+           'stocked_quantity', COALESCE((SELECT SUM(ROUND(sl.level)) FROM stock_levels sl WHERE sl.variant_id = v.id), 0)::bigint
+         ) ORDER BY v.created_at, v.id)
+    FROM variants v WHERE v.seller_id = p.seller_id AND v.product_id = p.id), '[]') AS variants`;
+
+/** The category ids of the product `p`, in its order. */
+const CATEGORY_IDS_OF_P = `COALESCE((SELECT array_agg(pc.category_id ORDER BY pc.position)
+    FROM product_categories pc WHERE pc.product_id = p.id), '{}') AS category_ids`;
+
+/**
+ * The seller's products (filtered by the caller) with their variants and category ids, all in one
+ * statement: one moment (a bulk upsert never shows half done), one round trip whatever the page size.
+ */
+function productsWithParts(db: Db, sellerId: string) {
+  return db('products as p')
+    .where('p.seller_id', sellerId)
+    .select(...PRODUCT_COLUMNS.map((c) => `p.${c}`), db.raw(VARIANTS_OF_P), db.raw(CATEGORY_IDS_OF_P));
+}
+
+type PartsRow = ProductRow & { variants: VariantRow[]; category_ids: string[] };
+
+const withParts = ({ variants, category_ids: categoryIds, ...product }: PartsRow): ProductWithParts => ({
+  product,
+  variants,
+  categoryIds,
+});
+
 /** One page of the seller's products, newest first by id, filtered in the same query that cuts the page. */
 export async function listProducts(
   db: Db,
@@ -104,31 +95,25 @@ export async function listProducts(
   opts: { status?: string; afterId?: string; limit: number },
 ): Promise<{ rows: ProductWithParts[]; hasMore: boolean }> {
   if (opts.status !== undefined && !isStorableText(opts.status)) return { rows: [], hasMore: false };
-  const query = db('products')
-    .where({ seller_id: sellerId })
-    .orderBy('id', 'desc')
-    .limit(opts.limit + 1)
-    .select(PRODUCT_COLUMNS);
-  if (opts.status !== undefined) query.andWhere({ status: opts.status });
-  if (opts.afterId !== undefined) query.andWhere('id', '<', opts.afterId);
-  const products: ProductRow[] = await query;
-  const hasMore = products.length > opts.limit;
-  return { rows: await loadProducts(db, sellerId, products.slice(0, opts.limit)), hasMore };
+  const query = productsWithParts(db, sellerId)
+    .orderBy('p.id', 'desc')
+    .limit(opts.limit + 1);
+  if (opts.status !== undefined) query.andWhere({ 'p.status': opts.status });
+  if (opts.afterId !== undefined) query.andWhere('p.id', '<', opts.afterId);
+  const rows: PartsRow[] = await query;
+  return { rows: rows.slice(0, opts.limit).map(withParts), hasMore: rows.length > opts.limit };
 }
 
 /** The first (oldest) of the seller's products carrying a variant with `sku`, whole. */
 export async function findProductBySku(db: Db, sellerId: string, sku: string): Promise<ProductWithParts | null> {
   if (!isStorableText(sku)) return null;
-  const product: ProductRow | undefined = await db('products')
-    .where('products.seller_id', sellerId)
+  const row: PartsRow | undefined = await productsWithParts(db, sellerId)
     .whereExists(
       db('variants')
-        .whereRaw('variants.product_id = products.id')
+        .whereRaw('variants.product_id = p.id')
         .andWhere({ 'variants.seller_id': sellerId, 'variants.sku': sku }),
     )
-    .orderBy('id', 'asc')
-    .first(PRODUCT_COLUMNS);
-  if (!product) return null;
-  const [whole] = await loadProducts(db, sellerId, [product]);
-  return whole;
+    .orderBy('p.id', 'asc')
+    .first();
+  return row ? withParts(row) : null;
 }

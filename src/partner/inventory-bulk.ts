@@ -177,7 +177,7 @@ export async function bulkUpdateInventory(db: Db, sellerId: string, items: unkno
   const logFailure = (what: string, err: unknown) =>
     log.error(`inventory ${what} write failed`, {
       seller_id: sellerId,
-      error: err instanceof Error ? err.message : String(err),
+      error: err,
     });
   let snapshot: Snapshot;
   try {

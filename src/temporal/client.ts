@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Client, Connection, ConnectionOptions } from '@temporalio/client';
+import { temporalClientInterceptors } from '../telemetry/temporal';
 import type { Settings } from '../config';
 
 /** Connection options for TEMPORAL_ADDRESS, with mTLS or an API key for Temporal Cloud. */
@@ -22,8 +23,8 @@ export function temporalConnectionOptions(
   return { address, ...mtls, ...apiKey };
 }
 
-/** A Temporal client for the configured namespace. */
+/** A Temporal client for the configured namespace (carrying the active trace when tracing is on). */
 export async function connectTemporal(settings: Settings): Promise<Client> {
   const connection = await Connection.connect(temporalConnectionOptions(settings));
-  return new Client({ connection, namespace: settings.TEMPORAL_NAMESPACE });
+  return new Client({ connection, namespace: settings.TEMPORAL_NAMESPACE, interceptors: temporalClientInterceptors() });
 }

@@ -1,7 +1,9 @@
+import { type Span, SpanStatusCode } from '@opentelemetry/api';
 import type { Db } from '../db/knex';
 import { type NotifiedLoop, startNotifiedLoop } from '../db/notified-loop';
 import { systemClock } from '../lib/clock';
-import { log } from '../lib/log';
+import { errorText, log } from '../lib/log';
+import { inStoredTrace } from '../telemetry/propagation';
 import { deliverHandoff, type Handoff, type HandoffTarget } from './handoffs';
 
 /** The lease (and the wait before a retry) after the n-th claim: 5 s, 10 s, 20 s, 40 s, then every minute. */
@@ -28,6 +30,8 @@ interface ClaimedRow {
   workflow_id: string;
   payload: Handoff;
   attempts: number;
+  /** The trace of the request or activity that recorded the handoff. */
+  traceparent: string | null;
 }
 
 /**
@@ -62,24 +66,31 @@ export function startHandoffRelay(deps: HandoffRelayDeps): HandoffRelay {
            ORDER BY h.next_attempt_at, h.id
            LIMIT ?
            FOR UPDATE SKIP LOCKED)
-        RETURNING id, workflow_id, payload, attempts`,
+        RETURNING id, workflow_id, payload, attempts, traceparent`,
       [RELAY_RETRY.maxSeconds, RELAY_RETRY.firstSeconds, ...(merchants ? [merchants] : []), batchSize],
     );
     return rows;
   }
 
+  /** Delivers one row in the trace that recorded it (the start or signal span is a child of its writer). */
   async function deliverOne(row: ClaimedRow): Promise<void> {
+    const attributes = { 'handoff.kind': row.payload.kind, 'handoff.attempts': row.attempts };
+    await inStoredTrace(row.traceparent, 'handoff relay', attributes, (span) => relayOne(row, span));
+  }
+
+  async function relayOne(row: ClaimedRow, span: Span): Promise<void> {
     try {
       await deliverHandoff(target, row.payload);
     } catch (err) {
-      const error = (err instanceof Error ? err.message : String(err)).slice(0, LAST_ERROR_MAX_CHARS);
-      await deps.db('workflow_handoffs').where({ id: row.id }).update({ last_error: error });
+      span.setStatus({ code: SpanStatusCode.ERROR, message: errorText(err) });
+      const lastError = errorText(err).slice(0, LAST_ERROR_MAX_CHARS);
+      await deps.db('workflow_handoffs').where({ id: row.id }).update({ last_error: lastError });
       log.warn('handoff not delivered; will retry', {
         handoff_id: row.id,
         kind: row.payload.kind,
         workflow_id: row.workflow_id,
         attempts: row.attempts,
-        error,
+        error: err,
       });
       return;
     }

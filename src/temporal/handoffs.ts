@@ -4,6 +4,7 @@ import type { Db } from '../db/knex';
 import type { KeyMode } from '../keys/keys';
 import type { Clock } from '../lib/clock';
 import { log } from '../lib/log';
+import { currentTraceparent } from '../telemetry/propagation';
 import { type WakeTarget, wakeEndpoint } from './delivery';
 import { RefundStart, startRefundWorkflow } from './refund';
 import {
@@ -67,6 +68,7 @@ function columns(scope: HandoffScope, handoff: Handoff) {
     workflow_id: workflowIdOf(handoff),
     kind: handoff.kind,
     payload: JSON.stringify(handoff),
+    traceparent: currentTraceparent(),
   };
 }
 
@@ -95,11 +97,20 @@ export async function insertWithHandoff<T>(
   const c = columns(scope, handoff);
   const { rows } = await db.raw(
     `WITH w AS (${statement.sql}),
-          h AS (INSERT INTO workflow_handoffs (merchant_id, mode, workflow_id, kind, payload, next_attempt_at)
-                SELECT ?::text, ?::text, ?::text, ?::text, ?::jsonb, now() + make_interval(secs => ?) FROM w
+          h AS (INSERT INTO workflow_handoffs (merchant_id, mode, workflow_id, kind, payload, traceparent, next_attempt_at)
+                SELECT ?::text, ?::text, ?::text, ?::text, ?::jsonb, ?::text, now() + make_interval(secs => ?) FROM w
                 RETURNING id)
      SELECT w.*, h.id AS handoff_id FROM w, h`,
-    [...statement.bindings, c.merchant_id, c.mode, c.workflow_id, c.kind, c.payload, FAST_PATH_LEASE_SECONDS],
+    [
+      ...statement.bindings,
+      c.merchant_id,
+      c.mode,
+      c.workflow_id,
+      c.kind,
+      c.payload,
+      c.traceparent,
+      FAST_PATH_LEASE_SECONDS,
+    ],
   );
   if (rows.length === 0) return undefined;
   const { handoff_id: id, ...row } = rows[0];
@@ -164,7 +175,7 @@ function forgetDelivered(db: Db, ids: number[]): void {
         .catch((err: unknown) =>
           log.warn('could not delete delivered handoffs; the relay delivers them again (harmless)', {
             count: batch.length,
-            error: err instanceof Error ? err.message : String(err),
+            error: err,
           }),
         );
     }
@@ -194,7 +205,7 @@ export async function handOff(deps: HandoffDeps, pending: PendingHandoff[]): Pro
         handoff_id: id,
         kind: handoff.kind,
         workflow_id: workflowIdOf(handoff),
-        error: err instanceof Error ? err.message : String(err),
+        error: err,
       });
     }
   }

@@ -2,6 +2,7 @@ import { type Db, inTransaction } from '../db/knex';
 import type { EventRow } from '../checkout/events';
 import type { DeliveryRow } from './deliveries';
 import { DISABLE_AFTER_FAILING_MS, nextRetryAtMs } from './schedule';
+import { currentTraceparent } from '../telemetry/propagation';
 
 /** One attempt of one delivery to the endpoint at hand: the rest of its delivery row's unique key. */
 export interface AttemptKey {
@@ -207,6 +208,7 @@ export async function disableIfStillFailing(
     if (merchant?.contact_email) {
       await trx('outbox').insert({
         kind: 'email',
+        traceparent: currentTraceparent(),
         to: merchant.contact_email,
         subject: `Webhook endpoint disabled: ${endpoint.url}`,
         body: [

@@ -14,6 +14,8 @@ export interface DispatchableEvent {
   type: string;
   /** Set only on a `test` route event: it goes to that endpoint alone. */
   target_endpoint_id: string | null;
+  /** The trace that recorded the event (its fan-out is a span of it). */
+  traceparent?: string | null;
 }
 
 interface EndpointMatch {
@@ -83,7 +85,7 @@ export async function wakeAll(
     wakeEndpoint(temporal, taskQueue, target, count).catch((err) =>
       log.warn('could not wake a delivery workflow; the dispatcher sweep retries', {
         endpoint_id: target.id,
-        error: err instanceof Error ? err.message : String(err),
+        error: err,
       }),
     ),
   );
@@ -121,7 +123,7 @@ export function startWaker(temporal: Client, taskQueue: string, concurrency: num
         .catch((err) =>
           log.warn('could not wake a delivery workflow; the dispatcher sweep retries', {
             endpoint_id: id,
-            error: err instanceof Error ? err.message : String(err),
+            error: err,
           }),
         )
         .finally(() =>

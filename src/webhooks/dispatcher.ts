@@ -6,6 +6,7 @@ import { log } from '../lib/log';
 import { DispatchableEvent, endpointsFor, startWaker, wakeTargets } from './dispatch';
 import { enqueue, overdueEndpoints, QueueEntry } from './queue';
 import { announceQueued } from './queue-notices';
+import { recordInStoredTrace } from '../telemetry/propagation';
 
 export interface DispatcherDeps {
   db: Db;
@@ -48,17 +49,18 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
 
   /** One batch; returns how many events it dispatched. */
   async function dispatchBatch(): Promise<number> {
-    const { count, wakes } = await deps.db.transaction(async (trx) => {
+    const started = Date.now();
+    const { events, targets, wakes } = await deps.db.transaction(async (trx) => {
       const query = trx('events')
         .whereNull('dispatched_at')
         .orderBy('created_at')
         .limit(batchSize)
         .forUpdate()
         .skipLocked()
-        .select('id', 'merchant_id', 'mode', 'type', 'target_endpoint_id');
+        .select('id', 'merchant_id', 'mode', 'type', 'target_endpoint_id', 'traceparent');
       if (deps.merchantIds) query.whereIn('merchant_id', [...deps.merchantIds]);
       const events: DispatchableEvent[] = await query;
-      if (events.length === 0) return { count: 0, wakes: [] };
+      if (events.length === 0) return { events, targets: new Map<string, string[]>(), wakes: [] };
       const targets = await endpointsFor(trx, events, { enabledOnly: false });
       const entries: QueueEntry[] = events.flatMap((e) =>
         (targets.get(e.id) ?? []).map((endpointId) => ({ eventId: e.id, endpointId })),
@@ -72,10 +74,16 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
         )
         .update({ dispatched_at: trx.fn.now() });
       const described = await wakeTargets(trx, [...counts.keys()]);
-      return { count: events.length, wakes: described.map((target) => ({ target, count: counts.get(target.id) })) };
+      return { events, targets, wakes: described.map((target) => ({ target, count: counts.get(target.id) })) };
     });
+    // Each event's fan-out, committed, in the trace that recorded the event.
+    for (const e of events)
+      recordInStoredTrace(e.traceparent, 'webhook dispatch', started, {
+        'webhook.event_id': e.id,
+        'webhook.endpoints': targets.get(e.id)?.length ?? 0,
+      });
     for (const { target, count: rows } of wakes) waker.wake(target, rows);
-    return count;
+    return events.length;
   }
 
   /** Wakes the workflows of endpoints whose queue rows stay overdue (at most once per sweep interval). */
@@ -87,7 +95,7 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
       for (const target of await wakeTargets(deps.db, ids)) waker.wake(target);
     } catch (err) {
       log.warn('overdue webhook sweep failed; the next one retries', {
-        error: err instanceof Error ? err.message : String(err),
+        error: err,
       });
     }
   }

@@ -166,7 +166,7 @@ export async function deleteEndpoint(deps: WebhookDeps, scope: MerchantScope, id
   } catch (err) {
     log.warn('could not signal the delivery workflow of a deleted endpoint', {
       endpoint_id: id,
-      error: err instanceof Error ? err.message : String(err),
+      error: err,
     });
   }
 }

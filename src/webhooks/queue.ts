@@ -112,7 +112,7 @@ export async function claimDue(
      -- No wait for the WAL flush: a claim lost in a crash only makes its rows due again (their
      -- attempt is sent again, as after a worker crash), and the recording's commit flushes it.
      SELECT set_config('synchronous_commit', 'off', true) AS async_commit, c.event_id AS claimed_event_id, c.generation AS claimed_generation, c.attempt_no AS claimed_attempt_no,
-            e.id, e.merchant_id, e.mode, e.type, e.data_object, e.created_at
+            e.id, e.merchant_id, e.mode, e.type, e.data_object, e.created_at, e.traceparent
        FROM claimed c LEFT JOIN events e ON e.id = c.event_id`,
     [
       batch,

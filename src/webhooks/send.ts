@@ -1,6 +1,8 @@
 import { Agent, request } from 'node:https';
 import type { LookupFunction } from 'node:net';
 import { createSecureContext, rootCertificates } from 'node:tls';
+import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
+import { tracer } from '../telemetry/tracing';
 import type { CheckedTarget } from './url-safety';
 
 /** How one HTTP attempt went: a status (any answer) and an error token unless it was a 2xx. */
@@ -38,8 +40,26 @@ function networkError(err: NodeJS.ErrnoException): string {
  * POSTs `body` to a checked target, connecting to the address that was checked (the host name
  * still goes in SNI, the certificate check and the Host header). Resolves, never rejects: any
  * 2xx is success; anything else, a redirect, a network error or no status within `timeoutMs` fails.
+ * Traced as a client span of the active trace; the request carries none of our trace headers
+ * (nothing instruments node:https, and this span injects nothing): a merchant's endpoint is not ours.
  */
 export function postWebhook(
+  target: CheckedTarget,
+  body: string,
+  headers: Record<string, string>,
+  opts: { agent: Agent; timeoutMs: number },
+): Promise<SendResult> {
+  const attributes = { 'http.request.method': 'POST', 'server.address': target.host };
+  return tracer().startActiveSpan('webhook POST', { kind: SpanKind.CLIENT, attributes }, async (span) => {
+    const result = await post(target, body, headers, opts);
+    if (result.statusCode !== null) span.setAttribute('http.response.status_code', result.statusCode);
+    if (result.error) span.setStatus({ code: SpanStatusCode.ERROR, message: result.error });
+    span.end();
+    return result;
+  });
+}
+
+function post(
   target: CheckedTarget,
   body: string,
   headers: Record<string, string>,

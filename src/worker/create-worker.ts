@@ -2,6 +2,7 @@ import { NativeConnection, Worker, WorkerOptions } from '@temporalio/worker';
 import { createActivities } from '../../activities';
 import { createDeliveryActivities } from '../../activities/delivery';
 import { loadSettings } from '../config';
+import { workerTracingOptions } from '../telemetry/temporal';
 import type { Db } from '../db/knex';
 import type { Clock } from '../lib/clock';
 import { webhookActivityQueue } from '../temporal/delivery';
@@ -51,6 +52,8 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
   const workflows: Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> = deps.workflowBundle
     ? { workflowBundle: deps.workflowBundle }
     : { workflowsPath: require.resolve('../../workflows') };
+  const { interceptors, sinks } = workerTracingOptions();
+  const activityInterceptors = { activity: interceptors?.activity };
   const main = await Worker.create({
     connection: deps.connection,
     namespace: deps.namespace,
@@ -59,6 +62,9 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
     maxConcurrentWorkflowTaskExecutions: MAIN_SLOTS.workflowTasks,
     maxConcurrentActivityTaskExecutions: MAIN_SLOTS.activities,
     ...workflows,
+    // A prebuilt bundle has the workflow interceptors in it already (the SDK warns if named again).
+    interceptors: deps.workflowBundle ? activityInterceptors : interceptors,
+    sinks,
   });
   const webhookSlots = deps.webhookSlots ?? settings.WEBHOOK_ACTIVITY_SLOTS;
   if (webhookSlots === 0) return main;
@@ -68,6 +74,7 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
     taskQueue: webhookActivityQueue(deps.taskQueue),
     activities: createDeliveryActivities(activityDeps),
     maxConcurrentActivityTaskExecutions: webhookSlots,
+    interceptors: activityInterceptors,
   });
   return runTogether(main, delivery);
 }

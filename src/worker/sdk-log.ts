@@ -1,5 +1,5 @@
 import { Runtime, type LogLevel, type LogMetadata, type Logger } from '@temporalio/worker';
-import { log } from '../lib/log';
+import { errorCause, log } from '../lib/log';
 
 /** Components whose lines come from our own code (workflow and activity loggers); the rest are the SDK's. */
 const APP_COMPONENTS = new Set(['workflow', 'activity', 'nexus']);
@@ -13,13 +13,13 @@ function levelFor(level: LogLevel, component: unknown): 'debug' | 'info' | 'warn
   return undefined; // TRACE
 }
 
-/** The Temporal SDK's log lines in our JSON log format, at the level `levelFor` gives them. */
+/** The Temporal SDK's log lines in our JSON log format, at the level `levelFor` gives them (errors with their cause). */
 const sdkLogger: Logger = {
   log(level: LogLevel, message: string, meta: LogMetadata = {}) {
     const ours = levelFor(level, meta.sdkComponent);
     if (!ours) return;
     const fields = Object.fromEntries(
-      Object.entries(meta).map(([key, value]) => [key, value instanceof Error ? value.message : value]),
+      Object.entries(meta).map(([key, value]) => [key, value instanceof Error ? errorCause(value) : value]),
     );
     log[ours](message, fields);
   },

@@ -1,14 +1,14 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { findSystemBinary } from '../../scripts/system-packages';
 import { randomIp } from '../helpers/checkout-payments';
 
 /**
  * Headless Chromium for the browser tests: Debian's `chromium` package driven by playwright-core
- * (which never downloads a browser). A missing Chromium fails the tests with a message saying how
- * to install it; they are never skipped.
+ * (which never downloads a browser). `npm test` installs the package when these tests are
+ * selected (scripts/system-packages.ts); a Chromium still missing fails them, never skips them.
  */
-const CANDIDATES = ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/lib/chromium/chromium'];
 
 /** The flags this machine needs: no sandbox as root, and no background connections (the network is closed). */
 const FLAGS = [
@@ -22,12 +22,13 @@ const FLAGS = [
   '--disable-sync',
 ];
 
+/** The Chromium binary: CHROMIUM_PATH, else `chromium` on PATH. */
 export function chromiumPath(): string {
-  const path = process.env.CHROMIUM_PATH ?? CANDIDATES.find((p) => existsSync(p));
-  if (!path || !existsSync(path)) {
+  const path = findSystemBinary('chromium');
+  if (!path) {
     throw new Error(
-      "Chromium is not installed, so the browser tests cannot run. Install Debian's package " +
-        '(apt-get install -y chromium; .ci/run does this) or set CHROMIUM_PATH to a Chromium binary.',
+      "Chromium is not installed, so the browser tests cannot run. Run them through `npm test`, which installs Debian's " +
+        'package, or install it yourself (apt-get install -y chromium), or set CHROMIUM_PATH to a Chromium binary.',
     );
   }
   return path;

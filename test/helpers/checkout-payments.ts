@@ -9,6 +9,7 @@ import { checkoutRouter } from '../../src/checkout/routes';
 import type { Db } from '../../src/db/knex';
 import { randomString } from '../../src/lib/ids';
 import { webhookRuntime } from '../../src/webhooks/runtime';
+import { workerTracingOptions } from '../../src/telemetry/temporal';
 import { call, TestResponse } from './http';
 import { listen, readRunEnv, Stack } from './stack';
 
@@ -194,6 +195,7 @@ export async function sideApi(
           gateways: opts.workerGateways,
         }),
         workflowBundle: { codePath: readRunEnv().workflowBundlePath },
+        sinks: workerTracingOptions().sinks,
         maxCachedWorkflows: 0,
       });
       current = { worker, running: worker.run() };

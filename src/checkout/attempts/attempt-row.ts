@@ -43,8 +43,14 @@ const hostedBase = (url: string) => url.replace(/\/$/, '');
 /** Where the test gateway sends the shopper back: the hosted return page, which asks the API to verify. */
 export const returnUrl = (publicBaseUrl: string, attemptId: string) => `${hostedBase(publicBaseUrl)}/r/${attemptId}`;
 
+/** What an attempt poll shows of the attempt's session (read with the attempt, in the same statement). */
+export type PollSession = Pick<
+  SessionRow,
+  'id' | 'code' | 'mode' | 'status' | 'payment_status' | 'reference_id' | 'success_url' | 'cancel_url' | 'locale'
+>;
+
 /** The merchant's success_url with session_id and reference_id appended (never a status). */
-export function successRedirect(session: SessionRow): string {
+export function successRedirect(session: Pick<SessionRow, 'id' | 'reference_id' | 'success_url'>): string {
   const url = new URL(session.success_url);
   url.searchParams.append('session_id', session.id);
   url.searchParams.append('reference_id', session.reference_id);
@@ -89,7 +95,7 @@ export function attemptCreatedOut(a: AttemptRow, session: SessionRow, redirectUr
  * The attempt poll. `redirect_to` is the success_url (with session_id and reference_id) once the
  * attempt completed the session, else null; `present` is what the attempt asks the shopper to pay.
  */
-export function attemptPollOut(a: AttemptRow, session: SessionRow) {
+export function attemptPollOut(a: AttemptRow, session: PollSession) {
   return {
     attempt_id: a.id,
     code: session.code,
@@ -105,7 +111,7 @@ export function attemptPollOut(a: AttemptRow, session: SessionRow) {
 }
 
 /** The poll without a session code adds what a return page opened elsewhere needs to render. */
-export function attemptLookupOut(a: AttemptRow, session: SessionRow, merchant: MerchantDisplay) {
+export function attemptLookupOut(a: AttemptRow, session: PollSession, merchant: MerchantDisplay) {
   return {
     ...attemptPollOut(a, session),
     merchant,

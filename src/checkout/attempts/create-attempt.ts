@@ -134,7 +134,7 @@ export async function createAttempt(
     log.warn('payment initiation failed', {
       attempt_id: attempt.id,
       gateway: gateway.name,
-      error: err instanceof Error ? err.message : String(err),
+      error: err,
     });
     // Failed with its handoff in one transaction, so the workflow stops waiting for it.
     const resolved = await db.transaction(async (trx) => {

@@ -1,26 +1,22 @@
 import { ApiError } from '../../http/errors';
 import { signalDecision, TestGatewayDecision } from '../../temporal/session';
 import type { PublicDeps } from '../public/deps';
-import { publicContext } from '../public/public-session';
 import type { MerchantScope } from '../sessions/deps';
-import type { SessionRow } from '../sessions/session-row';
 import { AttemptRow, returnUrl } from './attempt-row';
-import { attemptInScope } from './polls';
+import { attemptInScope, attemptWithSession } from './polls';
 
-/** The attempt, if it is one the test gateway runs; `403 forbidden` for any other. */
-async function testAttempt(deps: PublicDeps, scope: MerchantScope, attemptId: string): Promise<AttemptRow> {
-  const attempt = await attemptInScope(deps, scope, attemptId);
+/** Only an attempt the test gateway runs has its page and buttons: `403 forbidden` for any other. */
+function assertTestGateway(attempt: AttemptRow): AttemptRow {
   if (attempt.gateway !== 'test') {
     throw ApiError.forbidden('forbidden', 'This attempt is not a test-gateway attempt.');
   }
   return attempt;
 }
 
-/** `GET /public/test-gateway/{attempt_id}`: what the simulated vendor's page shows. */
+/** `GET /public/test-gateway/{attempt_id}`: what the simulated vendor's page shows (one statement, one moment). */
 export async function readTestGatewayAttempt(deps: PublicDeps, scope: MerchantScope, attemptId: string) {
-  const attempt = await testAttempt(deps, scope, attemptId);
-  const session: SessionRow = await deps.db('checkout_sessions').where({ id: attempt.session_id }).first();
-  const { merchant } = await publicContext(deps.db, session);
+  const { attempt, merchant } = await attemptWithSession(deps, scope, attemptId);
+  assertTestGateway(attempt);
   return {
     attempt_id: attempt.id,
     status: attempt.status,
@@ -44,7 +40,7 @@ export async function decideTestAttempt(
   attemptId: string,
   decision: TestGatewayDecision,
 ) {
-  const attempt = await testAttempt(deps, scope, attemptId);
+  const attempt = assertTestGateway(await attemptInScope(deps, scope, attemptId));
   const undecided = () =>
     deps
       .db('payment_attempts')

@@ -4,18 +4,19 @@ import { SESSION_CODE } from '../schemas';
 import type { MerchantScope } from '../sessions/deps';
 import type { SessionRow } from '../sessions/session-row';
 
-const notFound = () => ApiError.notFound('session_not_found', 'No such checkout session.');
+/** `404 session_not_found`. */
+export const sessionNotFound = () => ApiError.notFound('session_not_found', 'No such checkout session.');
 
 /**
  * The session with `code` of the publishable key's merchant and mode; another merchant's or
  * mode's, like a code that cannot be one, is `404 session_not_found`.
  */
 export async function sessionByCode(db: Db, scope: MerchantScope, code: string): Promise<SessionRow> {
-  if (!SESSION_CODE.test(code)) throw notFound();
+  if (!SESSION_CODE.test(code)) throw sessionNotFound();
   const session: SessionRow | undefined = await db('checkout_sessions')
     .where({ code, merchant_id: scope.merchantId, mode: scope.mode })
     .first();
-  if (!session) throw notFound();
+  if (!session) throw sessionNotFound();
   return session;
 }
 

@@ -1,4 +1,5 @@
 import type { Db } from '../../db/knex';
+import { currentTraceparent } from '../../telemetry/propagation';
 
 /** An SMS message to one E.164 number. */
 export interface SmsMessage {
@@ -15,7 +16,7 @@ export interface SmsSender {
 export function outboxSms(db: Db): SmsSender {
   return {
     async send({ to, body }) {
-      await db('outbox').insert({ kind: 'sms', to, body });
+      await db('outbox').insert({ kind: 'sms', to, body, traceparent: currentTraceparent() });
     },
   };
 }

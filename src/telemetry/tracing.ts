@@ -1,0 +1,92 @@
+/**
+ * OpenTelemetry tracing (the OTel JS 1.x line; docs/decisions.md says why). On only when an OTLP
+ * endpoint is configured (`OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`):
+ * then spans go out over OTLP/HTTP in batches, sampled by the standard `OTEL_TRACES_SAMPLER` and
+ * `OTEL_TRACES_SAMPLER_ARG` (default parent-based, always on). Off, nothing is registered: the
+ * OpenTelemetry API stays its no-op self and no span is made.
+ */
+import { trace } from '@opentelemetry/api';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { registerInstrumentations } from '@opentelemetry/instrumentation';
+import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
+import { Resource } from '@opentelemetry/resources';
+import {
+  BatchSpanProcessor,
+  NoopSpanProcessor,
+  type SpanExporter,
+  type SpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
+import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+
+/** The tracing of this process, as the worker's workflow span sink needs it. */
+export interface Tracing {
+  enabled: boolean;
+  resource: Resource;
+  spanProcessor: SpanProcessor;
+  /** Sends the spans still buffered and stops. */
+  shutdown(): Promise<void>;
+}
+
+const off: Tracing = {
+  enabled: false,
+  resource: Resource.empty(),
+  spanProcessor: new NoopSpanProcessor(),
+  shutdown: async () => undefined,
+};
+let current: Tracing = off;
+
+/** True when the environment names an OTLP endpoint (and has not turned the SDK off). */
+export function tracingConfigured(env: NodeJS.ProcessEnv = process.env): boolean {
+  if (env.OTEL_SDK_DISABLED === 'true' || env.OTEL_TRACES_EXPORTER === 'none') return false;
+  return Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
+}
+
+/**
+ * The Postgres statements as child spans of whatever span runs them (never a root span of their
+ * own: the relays' polls would be most of the traces). Import `./instrument` before anything loads
+ * `pg` so that this can patch it.
+ */
+export function pgInstrumentation(): PgInstrumentation {
+  return new PgInstrumentation({ requireParentSpan: true });
+}
+
+let instrumented = false;
+/** Patches `pg` (once per process) when tracing is configured; a no-op otherwise. */
+export function instrumentLibraries(env: NodeJS.ProcessEnv = process.env): void {
+  if (instrumented || !tracingConfigured(env)) return;
+  instrumented = true;
+  registerInstrumentations({ instrumentations: [pgInstrumentation()] });
+}
+
+/**
+ * Starts tracing for the service `service` (its `service.name` unless OTEL_SERVICE_NAME says
+ * otherwise) when configured, or always with `exporter` (tests). Once per process.
+ */
+export function startTracing(service: string, opts: { exporter?: SpanExporter } = {}): Tracing {
+  if (current.enabled) return current;
+  if (!opts.exporter && !tracingConfigured()) return off;
+  const resource = new Resource({ 'service.name': process.env.OTEL_SERVICE_NAME || service });
+  const spanProcessor = new BatchSpanProcessor(opts.exporter ?? new OTLPTraceExporter());
+  const provider = new NodeTracerProvider({ resource, spanProcessors: [spanProcessor] });
+  provider.register();
+  instrumentLibraries();
+  current = {
+    enabled: true,
+    resource,
+    spanProcessor,
+    shutdown: async () => {
+      await provider.shutdown();
+      trace.disable();
+      current = off;
+    },
+  };
+  return current;
+}
+
+/** The tracing started in this process, or the `off` one. */
+export function tracing(): Tracing {
+  return current;
+}
+
+/** Our tracer (a no-op one while tracing is off). */
+export const tracer = () => trace.getTracer('svc');
