@@ -8,6 +8,7 @@ import {
   AttemptResult,
   disableIfStillFailing,
   droppedResult,
+  notifyIfFailing,
   recordAttempts,
   recordCancelled,
   recordedAttempts,
@@ -18,7 +19,7 @@ import type { WebhookRuntime } from '../src/webhooks/runtime';
 import { DELIVERY_TIMEOUT_MS } from '../src/webhooks/schedule';
 import { inStoredTrace } from '../src/telemetry/propagation';
 import { deliveryAgent, postWebhook, SendResult } from '../src/webhooks/send';
-import { signatureHeader } from '../src/webhooks/signing';
+import { webhookHeaders } from '../src/webhooks/signing';
 import { checkWebhookUrl, CheckedTarget, UrlCheck } from '../src/webhooks/url-safety';
 import type { QueueNotices } from '../src/webhooks/queue-notices';
 
@@ -73,12 +74,7 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices }: 
   /** Signs (a timestamp of its own) and POSTs one event to the checked address. */
   function sendOne(target: CheckedTarget, secrets: string[], event: EventRow): Promise<SendResult> {
     const body = JSON.stringify(eventOut(event));
-    const headers = {
-      'content-type': 'application/json',
-      'svc-signature': signatureHeader(body, secrets, Math.floor(clock().getTime() / 1000)),
-      'svc-event-id': event.id,
-      'svc-event-type': event.type,
-    };
+    const headers = webhookHeaders(event, body, secrets, Math.floor(clock().getTime() / 1000));
     // In the trace that recorded the event (the request or activity behind it), not the workflow's.
     const attributes = { 'webhook.event_id': event.id, 'webhook.event_type': event.type };
     return inStoredTrace(event.traceparent, 'webhook delivery', attributes, () =>
@@ -109,7 +105,10 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices }: 
     if (mine.length === 0) return others;
     const target = check ?? (await checkWebhookUrl(endpoint.url, webhooks)); // DNS may have changed since registration
     if (!target.ok)
-      return [...mine.map((a) => ({ ...a, statusCode: null, error: target.issue, attempted: true })), ...others];
+      return [
+        ...mine.map((a) => ({ ...a, statusCode: null, error: target.issue, attempted: true, durationMs: null })),
+        ...others,
+      ];
     const secrets = signingSecrets(endpoint);
     const sent = await Promise.all(
       mine.map(async (a) => ({ ...a, ...(await sendOne(target.target, secrets, a.event)), attempted: true })),
@@ -134,6 +133,16 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices }: 
       total += n;
       if (n < CANCEL_CHUNK) break;
     }
+    // A deleted endpoint leaves nothing to redeliver to: its events no longer list as undelivered.
+    let removed: number;
+    do {
+      const { rowCount } = await db.raw(
+        `DELETE FROM webhook_undelivered WHERE ctid = ANY(ARRAY(
+           SELECT ctid FROM webhook_undelivered WHERE endpoint_id = ? LIMIT ?))`,
+        [endpointId, CANCEL_CHUNK],
+      );
+      removed = rowCount ?? 0;
+    } while (removed === CANCEL_CHUNK);
     return total;
   }
 
@@ -338,6 +347,11 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices }: 
       deliveries: AttemptKey[];
     }): Promise<number> {
       return recordCancelled(db, input.endpointId, input.error, input.deliveries);
+    },
+
+    /** The 24-hour e-mail to the merchant's contact, decided by Postgres as of `nowMs` (workflow time); once per failure streak. */
+    async notifyFailingEndpoint(input: { endpointId: string; nowMs: number }): Promise<{ notified: boolean }> {
+      return notifyIfFailing(db, input.endpointId, input.nowMs);
     },
 
     /** The 3-day disable, decided by Postgres as of `nowMs` (workflow time); the e-mail goes with it. */

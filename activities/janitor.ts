@@ -15,6 +15,8 @@ export interface SweepResult {
   outboxMessages: number;
   /** The event log's days: made ahead, dropped past retention. */
   eventLog?: EventLogSweep;
+  /** `webhook_undelivered` rows deleted: those of events past retention (no foreign key takes them with their day). */
+  undeliveredRows?: number;
 }
 
 /** Rows one purge statement deletes at most: each statement's locks and WAL stay bounded however far behind the sweep is. */
@@ -42,8 +44,9 @@ export function createJanitorActivities({ db }: { db: Db }) {
     /**
      * Deletes idempotency records older than 24 h, rate-limit windows older than a day and outbox
      * rows older than 30 days in batches of PURGE_BATCH; drops the event log's days (events with
-     * their deliveries and queue rows) once wholly older than 30 days and makes the week ahead;
-     * and clears SMS bodies (OTP codes: sent, given up, test mode or never sent) 10 minutes after
+     * their deliveries and queue rows) once wholly older than 30 days and makes the week ahead,
+     * deleting the undelivered-list rows of events past retention in batches of PURGE_BATCH; and
+     * clears SMS bodies (OTP codes: sent, given up, test mode or never sent) 10 minutes after
      * they were queued, as of `nowMs`: the workflow's time, so a time-skipping test moves it. A
      * body is cleared only once it is 10 minutes old by the database's clock too, so a clock run
      * ahead never takes a code a shopper is still typing. Hourly sweeps: a body is gone within 10
@@ -58,6 +61,9 @@ export function createJanitorActivities({ db }: { db: Db }) {
         new Date(now - janitorSchedule.rateLimitRetentionMs),
       ]);
       const eventLog = await sweepEventLog(db, now, now - EVENT_RETENTION_MS);
+      const undeliveredRows = await purge(db, 'webhook_undelivered', 'event_created_at < ?', [
+        new Date(now - EVENT_RETENTION_MS),
+      ]);
       const smsBodies = await db('outbox')
         .where({ kind: 'sms' })
         .whereNotNull('body')
@@ -74,6 +80,7 @@ export function createJanitorActivities({ db }: { db: Db }) {
         smsBodies,
         outboxMessages,
         eventLog,
+        undeliveredRows,
       };
     },
   };

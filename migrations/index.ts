@@ -14,12 +14,20 @@ import * as workflowHandoffs from './20261124140000_workflow_handoffs';
 import * as fastForward from './20261124150000_fast_forward';
 import * as idempotencyJson from './20261124160000_idempotency_json';
 import * as variantCounts from './20261124170000_variant_counts';
+import * as backlogGaugeIndexes from './20261125110000_backlog_gauge_indexes';
 import * as traceContext from './20261125115000_trace_context';
+import * as deliveryResponses from './20261125120000_delivery_responses';
+import * as failingNotice from './20261125120100_failing_notice';
 import * as partitionedEventLog from './20261125200000_partitioned_event_log';
 import * as hotTableStorage from './20261125201000_hot_table_storage';
 import * as variantCountsConstant from './20261125202000_variant_counts_constant';
 
-type Migration = { up(knex: Knex): Promise<void>; down?(knex: Knex): Promise<void> };
+type Migration = {
+  up(knex: Knex): Promise<void>;
+  down?(knex: Knex): Promise<void>;
+  /** `{ transaction: false }` for a migration that builds indexes CONCURRENTLY. */
+  config?: { transaction?: boolean };
+};
 
 /** Every migration in order; new ones are appended here (forward-only, never edited). */
 const migrations: Array<[string, Migration]> = [
@@ -38,7 +46,10 @@ const migrations: Array<[string, Migration]> = [
   ['20261124150000_fast_forward', fastForward],
   ['20261124160000_idempotency_json', idempotencyJson],
   ['20261124170000_variant_counts', variantCounts],
+  ['20261125110000_backlog_gauge_indexes', backlogGaugeIndexes],
   ['20261125115000_trace_context', traceContext],
+  ['20261125120000_delivery_responses', deliveryResponses],
+  ['20261125120100_failing_notice', failingNotice],
   ['20261125200000_partitioned_event_log', partitionedEventLog],
   ['20261125201000_hot_table_storage', hotTableStorage],
   ['20261125202000_variant_counts_constant', variantCountsConstant],

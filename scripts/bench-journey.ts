@@ -12,8 +12,7 @@ import { databaseBackends, meterCpu } from './bench/cpu';
 import { startBenchEnvironment } from './bench/environment';
 import { percentile, table } from './bench/measure';
 import { journeySessionBody } from './bench/sessions';
-import { startWorkerAndApi } from './bench/services';
-import { freePort } from './processes';
+import { benchServiceEnv, startWorkerAndApi } from './bench/services';
 
 /**
  * `npm run bench:journey`: whole checkout journeys of many merchants at once, through the real
@@ -94,25 +93,15 @@ async function main(): Promise<void> {
     env.onClose(() => db.destroy());
     await migrateLatest(db);
 
-    const apiPort = await freePort();
-    const baseUrl = `http://127.0.0.1:${apiPort}`;
+    const { baseUrl, serviceEnv: common } = await benchServiceEnv(env, 'journey', NAMESPACE);
     const serviceEnv: NodeJS.ProcessEnv = {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      DATABASE_URL: env.databaseUrl,
-      TEMPORAL_ADDRESS: env.temporalAddress,
-      TEMPORAL_NAMESPACE: NAMESPACE,
-      TEMPORAL_TASK_QUEUE: `bench-journey-${randomString(6)}`,
-      HOST: '127.0.0.1',
-      PORT: String(apiPort),
-      PUBLIC_BASE_URL: baseUrl,
+      ...common,
       // The receiver is on loopback with a self-signed certificate (for 127.0.0.1).
       WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
       WEBHOOK_EXTRA_CA_PATH: receiver.caPath,
       CHECKOUT_RATE_LIMIT_PER_SECOND: '1000000',
       // Each journey's browser sends its own X-Forwarded-For, so per-IP limits stay per shopper.
       TRUST_PROXY: '1',
-      LOG_LEVEL: 'warn',
       ...(process.env.BENCH_POOL ? { DATABASE_POOL_MAX: process.env.BENCH_POOL } : {}),
     };
     const { worker, api } = await startWorkerAndApi(env, 'journey', serviceEnv, baseUrl, log);

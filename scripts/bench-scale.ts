@@ -17,8 +17,7 @@ import { benchHttpClient } from './bench/http-client';
 import { percentile, table } from './bench/measure';
 import { preload, preloadCounts } from './bench/preload';
 import { journeySessionBody } from './bench/sessions';
-import { startWorkerAndApi } from './bench/services';
-import { freePort } from './processes';
+import { benchServiceEnv, startWorkerAndApi } from './bench/services';
 
 /**
  * `npm run bench:scale`: the main routes on an empty database and again on a year of data. On a
@@ -77,22 +76,12 @@ async function main(): Promise<void> {
     await pg.connect();
     env.onClose(() => pg.end());
 
-    const apiPort = await freePort();
-    const baseUrl = `http://127.0.0.1:${apiPort}`;
+    const { baseUrl, serviceEnv: common } = await benchServiceEnv(env, 'scale', NAMESPACE);
     const serviceEnv: NodeJS.ProcessEnv = {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      DATABASE_URL: env.databaseUrl,
-      TEMPORAL_ADDRESS: env.temporalAddress,
-      TEMPORAL_NAMESPACE: NAMESPACE,
-      TEMPORAL_TASK_QUEUE: `bench-scale-${randomString(6)}`,
-      HOST: '127.0.0.1',
-      PORT: String(apiPort),
-      PUBLIC_BASE_URL: baseUrl,
+      ...common,
       CHECKOUT_RATE_LIMIT_PER_SECOND: '1000000',
       PARTNER_BULK_RATE_LIMIT: '1000000',
       TRUST_PROXY: '1',
-      LOG_LEVEL: 'warn',
     };
     await startWorkerAndApi(env, 'scale', serviceEnv, baseUrl, log);
 

@@ -1,3 +1,4 @@
+import { benchMetricsPorts } from './bench/metrics-ports';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
@@ -95,6 +96,7 @@ async function main(): Promise<void> {
       TEMPORAL_TASK_QUEUE: settings.TEMPORAL_TASK_QUEUE,
       PUBLIC_BASE_URL: settings.PUBLIC_BASE_URL,
       LOG_LEVEL: 'info', // the worker says "worker running" once it polls
+      ...(await benchMetricsPorts()),
     };
     const children = [
       startTsChild('worker', 'src/main/worker.ts', serviceEnv, join(logs, 'worker.log')),

@@ -81,6 +81,29 @@ async function checkPorts(settings: Settings, ports: Ports): Promise<void> {
     await assertPortFree(ports.temporalUi, '127.0.0.1', 'Temporal Web UI', `${another} Or set TEMPORAL_UI_PORT.`);
   }
   await assertPortFree(settings.PORT, settings.HOST, 'API', `${another} Or set PORT.`);
+  const metrics = [
+    [settings.METRICS_PORT, settings.METRICS_HOST, 'API metrics', 'METRICS_PORT'],
+    [settings.WORKER_METRICS_PORT, settings.METRICS_HOST, 'worker metrics', 'WORKER_METRICS_PORT'],
+    [
+      settings.WORKER_METRICS_PORT && settings.TEMPORAL_SDK_METRICS_PORT,
+      '127.0.0.1',
+      'Temporal SDK metrics',
+      'TEMPORAL_SDK_METRICS_PORT',
+    ],
+  ] as const;
+  for (const [port, host, what, name] of metrics) {
+    if (port) await assertPortFree(port, host, what, `${another} Or set ${name} (off for none).`);
+  }
+}
+
+/** The banner line naming the metrics servers, or none when both are off. */
+function metricsLine(settings: Settings): string[] {
+  const host = settings.METRICS_HOST.includes(':') ? `[${settings.METRICS_HOST}]` : settings.METRICS_HOST;
+  const urls = [
+    settings.METRICS_PORT ? `API http://${host}:${settings.METRICS_PORT}/metrics` : '',
+    settings.WORKER_METRICS_PORT ? `worker http://${host}:${settings.WORKER_METRICS_PORT}/metrics` : '',
+  ].filter(Boolean);
+  return urls.length ? [`Metrics:      ${urls.join(', ')}  (and /livez, /readyz)`] : [];
 }
 
 /** Starts embedded Postgres in DATA_DIR/pg and returns the URL of the app database. */
@@ -224,6 +247,7 @@ async function main(): Promise<void> {
       ? `Temporal UI:  http://localhost:${ports.temporalUi}  (server ${env.TEMPORAL_ADDRESS}, log ${displayPath(join(dataDir, 'temporal.log'))})`
       : `Temporal:     ${env.TEMPORAL_ADDRESS}, namespace ${settings.TEMPORAL_NAMESPACE} (external)`,
     `Database:     ${redact(databaseUrl)}${embeddedPg ? `  (embedded, data in ${displayPath(join(dataDir, 'pg'))})` : ''}`,
+    ...metricsLine(settings),
     `Ops CLI:      DATABASE_URL=${redact(databaseUrl)} TEMPORAL_ADDRESS=${env.TEMPORAL_ADDRESS} npm run -s ops -- <group> <command>`,
     'ready: press Ctrl-C to stop',
     '',

@@ -17,6 +17,8 @@ export interface TemporalDevServerOptions {
   timeoutMs: number;
   /** More `start-dev` flags (a benchmark's `--sqlite-pragma …`). */
   extraArgs?: readonly string[];
+  /** Create our custom search attributes at start (default); false: a namespace without them, as a fresh cluster has. */
+  searchAttributes?: boolean;
 }
 
 export interface TemporalDevServer {
@@ -53,7 +55,7 @@ export async function startTemporalDevServer(options: TemporalDevServerOptions):
     'start-dev',
     ...Object.entries(flags).flat(),
     ...TUNING,
-    ...devServerSearchAttributeFlags(),
+    ...(options.searchAttributes === false ? [] : devServerSearchAttributeFlags()),
     ...(options.extraArgs ?? []),
   ];
   const child = startChild(

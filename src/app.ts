@@ -4,12 +4,12 @@ import { jsonBody } from './http/body';
 import { checkoutErrors, partnerErrors } from './http/error-envelope';
 import { checkoutRequestId, partnerRequestId } from './http/request-id';
 import { requestLog } from './http/request-log';
-import { traceRequests } from './telemetry/http';
 import { partnerRouter } from './partner/routes';
 import { checkoutRouter } from './checkout/routes';
 import { hostedStack } from './hosted/routes';
 import type { AppDeps } from './deps';
 import { docsPage } from './openapi/routes';
+import { httpMetrics, traceRequests } from './telemetry/http';
 
 /** Mounts `middleware` only for paths under `prefix` (a whole segment), which it then owns entirely. */
 function under(prefix: string, middleware: Koa.Middleware<any, any>[]): Koa.Middleware {
@@ -41,6 +41,7 @@ export function createApp(deps: AppDeps): Koa {
   app.silent = true; // errors are rendered and logged by the per-API middleware
   app.use(traceRequests);
   app.use(requestLog);
+  app.use(httpMetrics);
   app.use(partnerStack(deps, partnerRouter(deps)));
   const checkout = checkoutStack(deps, checkoutRouter(deps));
   app.use(checkout);

@@ -3,6 +3,15 @@ import { defaultTaskQueue } from './temporal/names';
 
 const LOOPBACK_HOST = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/;
 
+/** A metrics port: a TCP port, or `off` / `0` for no metrics server. */
+const metricsPort = (fallback: number) =>
+  z
+    .string()
+    .regex(/^(off|[0-9]{1,5})$/, 'must be a port number, or off (or 0) for none')
+    .refine((v) => v === 'off' || Number(v) <= 65535, 'must be a port number up to 65535')
+    .transform((v) => (v === 'off' ? 0 : Number(v)))
+    .default(fallback);
+
 /** Every setting the service reads, validated once; the README lists them all. */
 const settingsSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
@@ -25,6 +34,12 @@ const settingsSchema = z.object({
   TEMPORAL_TLS_CERT_PATH: z.string().min(1).optional(),
   TEMPORAL_TLS_KEY_PATH: z.string().min(1).optional(),
   TEMPORAL_API_KEY: z.string().min(1).optional(),
+  /**
+   * A namespace without our custom search attributes: `register` them at start-up (where the server
+   * allows it), or `check` only; either way a process that cannot have them refuses to start,
+   * naming the command that creates them.
+   */
+  TEMPORAL_SEARCH_ATTRIBUTES: z.enum(['register', 'check']).default('register'),
   /** The Temporal Web UI, for the links `ops workflow show` prints. */
   TEMPORAL_UI_URL: z.string().url().default('http://localhost:8233'),
   PARTNER_ENVIRONMENT: z.enum(['sandbox', 'live']).default('sandbox'),
@@ -90,6 +105,14 @@ const settingsSchema = z.object({
     .optional(),
   /** Sent to SMS_HTTP_URL as `Authorization: Bearer …`; required with it. */
   SMS_HTTP_TOKEN: z.string().min(1).optional(),
+  /** Where the metrics servers listen (`/metrics`, `/livez`, `/readyz`); loopback unless Prometheus scrapes from elsewhere. */
+  METRICS_HOST: z.string().min(1).default('127.0.0.1'),
+  /** The API's metrics port (never the public PORT); off or 0: none. */
+  METRICS_PORT: metricsPort(9464),
+  /** The worker's metrics port, which also serves the Temporal SDK's metrics; off or 0: none. */
+  WORKER_METRICS_PORT: metricsPort(9465),
+  /** Loopback port of the Temporal SDK's own exporter, which the worker's /metrics reads and appends; off or 0: none. */
+  TEMPORAL_SDK_METRICS_PORT: metricsPort(9466),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
 });
 

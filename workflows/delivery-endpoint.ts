@@ -20,7 +20,7 @@ import {
   webhookActivityQueue,
 } from '../src/temporal/delivery';
 import { CLAIM_LEASE_MS } from '../src/webhooks/queue';
-import { DISABLE_AFTER_FAILING_MS } from '../src/webhooks/schedule';
+import { DISABLE_AFTER_FAILING_MS, NOTIFY_AFTER_FAILING_MS } from '../src/webhooks/schedule';
 import { endpointIdKey, endpointStatusKey, merchantIdKey, modeKey } from '../src/temporal/search-attributes';
 import { patches } from './patches';
 
@@ -47,7 +47,7 @@ const dateTime = (ms: number) => `${new Date(ms).toISOString().slice(0, 19).repl
 /**
  * One per webhook endpoint (workflow id = endpoint id). Owns only time: when to look at the
  * endpoint's queue in Postgres (`webhook_queue`, written by the dispatcher, redelivery and
- * replay), the 3-day failure clock and its disable, and the deletion. Each `deliverDue` activity
+ * replay), the failure clock (its 24-hour e-mail, its 3-day disable), and the deletion. Each `deliverDue` activity
  * claims due rows, sends them and moves each row on with its recorded attempt; at most
  * `max_in_flight` POSTs are in flight (`limit`s of the activities running). It carries no queue
  * across continue-as-new, continues as new daily and past a history bound, and ends after an idle hour.
@@ -66,6 +66,8 @@ export async function endpointDeliveryWorkflow(input: EndpointDeliveryInput): Pr
     });
 
   let failingSinceMs = input.failingSinceMs ?? null;
+  /** The failure streak (its start) whose 24-hour e-mail this run has seen to (Postgres sends it once). */
+  let noticedForMs = input.failingNoticedForMs ?? null;
   let maxInFlight = input.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
   let disabled = false;
   let deleted = false;
@@ -183,6 +185,15 @@ export async function endpointDeliveryWorkflow(input: EndpointDeliveryInput): Pr
     }
     showStatus();
     const disableAt = failingSinceMs === null ? Infinity : failingSinceMs + DISABLE_AFTER_FAILING_MS;
+    const noticeAt =
+      failingSinceMs === null || noticedForMs === failingSinceMs ? Infinity : failingSinceMs + NOTIFY_AFTER_FAILING_MS;
+    const noticePatched = noticeAt !== Infinity && patched(patches.deliveryFailingNotice);
+    if (noticePatched && now >= noticeAt && now < disableAt) {
+      const streak = failingSinceMs;
+      await activities('e-mail the merchant: failing for 24 hours').notifyFailingEndpoint({ endpointId, nowMs: now });
+      noticedForMs = streak;
+      continue;
+    }
     if (now >= disableAt) {
       const r = await activities('disable the endpoint after 3 days of failures').disableFailingEndpoint({
         endpointId,
@@ -197,6 +208,7 @@ export async function endpointDeliveryWorkflow(input: EndpointDeliveryInput): Pr
     idleSinceMs = idle ? (idleSinceMs ?? now) : null;
     if (idleSinceMs !== null && now >= idleSinceMs + IDLE_END_MS && signalled.length === 0) return;
     wakeAt(nextDueAtMs, 'next webhook due');
+    if (noticePatched) wakeAt(noticeAt, 'the 24-hour failure e-mail');
     wakeAt(disableAt, 'the 3-day failure clock runs out');
     wakeAt(runStartedMs + RUN_MAX_MS, 'daily continue-as-new');
     wakeAt(idleSinceMs === null ? null : idleSinceMs + IDLE_END_MS, 'idle: end the run');
@@ -213,5 +225,10 @@ export async function endpointDeliveryWorkflow(input: EndpointDeliveryInput): Pr
     );
     return;
   }
-  await continueAsNew<typeof endpointDeliveryWorkflow>({ ...input, failingSinceMs, maxInFlight });
+  await continueAsNew<typeof endpointDeliveryWorkflow>({
+    ...input,
+    failingSinceMs,
+    maxInFlight,
+    failingNoticedForMs: noticedForMs,
+  });
 }

@@ -26,4 +26,6 @@ export const patches = {
   deliveryQueueToPostgres: 'delivery-queue-to-postgres',
   /** Delivery: a `deliverDue` that attempted 5 or more is followed at once by another (no wake needed). */
   deliveryKeepWatchingBusyEndpoint: 'delivery-keep-watching-busy-endpoint',
+  /** Delivery: 24 hours into a failure streak, a timer and one activity that e-mails the merchant's contact. */
+  deliveryFailingNotice: 'delivery-failing-notice',
 } as const;

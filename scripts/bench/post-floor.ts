@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { DELIVERY_TIMEOUT_MS } from '../../src/webhooks/schedule';
 import { deliveryAgent, postWebhook } from '../../src/webhooks/send';
-import { signatureHeader } from '../../src/webhooks/signing';
+import { webhookHeaders } from '../../src/webhooks/signing';
 import { runClosedLoop } from './measure';
 
 /**
@@ -16,12 +16,8 @@ async function main(): Promise<void> {
   const agent = deliveryAgent([readFileSync(caPath, 'utf8')]);
   const body = JSON.stringify({ id: 'evt_test_floor', object: 'event', type: 'checkout.session.completed' });
   await runClosedLoop(Number(count), Number(concurrency), async (i) => {
-    const headers = {
-      'content-type': 'application/json',
-      'svc-signature': signatureHeader(body, [secret], Math.floor(Date.now() / 1000)),
-      'svc-event-id': `floor-${i}`,
-      'svc-event-type': 'checkout.session.completed',
-    };
+    const event = { id: `floor-${i}`, type: 'checkout.session.completed' };
+    const headers = webhookHeaders(event, body, [secret], Math.floor(Date.now() / 1000));
     const result = await postWebhook(
       { url: target, host: target.hostname, address: target.hostname, family: 4 },
       body,

@@ -1,8 +1,10 @@
 import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Child, repoRoot, startChild, waitFor } from '../processes';
+import { randomString } from '../../src/lib/ids';
+import { type Child, freePort, repoRoot, startChild, waitFor } from '../processes';
 import type { BenchEnvironment } from './environment';
+import { benchMetricsPorts } from './metrics-ports';
 
 /**
  * A child process running `entry` (a TypeScript file under the repository, such as
@@ -26,6 +28,34 @@ export function startTsChild(
   );
   closeSync(out);
   return child;
+}
+
+/**
+ * What a benchmark's worker and API share: the bench's Postgres and Temporal (`namespace`, a task
+ * queue of their own), the API on a free loopback port at `baseUrl`, metrics on free ports,
+ * warnings only in the logs; the benchmark adds its own settings.
+ */
+export async function benchServiceEnv(
+  bench: BenchEnvironment,
+  name: string,
+  namespace: string,
+): Promise<{ baseUrl: string; serviceEnv: NodeJS.ProcessEnv }> {
+  const apiPort = await freePort();
+  const baseUrl = `http://127.0.0.1:${apiPort}`;
+  const serviceEnv: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    DATABASE_URL: bench.databaseUrl,
+    TEMPORAL_ADDRESS: bench.temporalAddress,
+    TEMPORAL_NAMESPACE: namespace,
+    TEMPORAL_TASK_QUEUE: `bench-${name}-${randomString(6)}`,
+    HOST: '127.0.0.1',
+    PORT: String(apiPort),
+    PUBLIC_BASE_URL: baseUrl,
+    ...(await benchMetricsPorts()),
+    LOG_LEVEL: 'warn',
+  };
+  return { baseUrl, serviceEnv };
 }
 
 /**

@@ -29,26 +29,31 @@ export function checkoutCursor(list: string, raw: string | undefined): Keyset | 
 /**
  * Runs `query` newest first on (created_at, id) (or oldest first for `asc`), starting after
  * `after`, and fetches one row beyond `limit` to learn whether more exist: every Checkout list
- * pages this way.
+ * pages this way. `keys` names the two columns when they are not the query's own `created_at`, `id`.
  */
 export async function newestFirst<T>(
   query: Knex.QueryBuilder,
   after: Keyset | undefined,
   limit: number,
   order: 'desc' | 'asc' = 'desc',
+  keys: readonly [string, string] = ['created_at', 'id'],
 ): Promise<Page<T>> {
+  const [time, id] = keys;
   query
     .orderBy([
-      { column: 'created_at', order },
-      { column: 'id', order },
+      { column: time, order },
+      { column: id, order },
     ])
     .limit(limit + 1);
   const past = order === 'desc' ? '<' : '>';
-  // The bound on created_at alone says the same again in a form Postgres prunes partitions by
+  // The bound on the time alone says the same again in a form Postgres prunes partitions by
   // (the event log's days); a row comparison it does not.
   if (after) {
-    query.andWhereRaw(`created_at ${past}= ?::timestamptz AND (created_at, id) ${past} (?::timestamptz, ?)`, [
+    query.andWhereRaw(`?? ${past}= ?::timestamptz AND (??, ??) ${past} (?::timestamptz, ?)`, [
+      time,
       after.createdAt,
+      time,
+      id,
       after.createdAt,
       after.id,
     ]);

@@ -76,24 +76,66 @@ export function eventOut(row: EventRow) {
   };
 }
 
-/**
- * Events the log still shows: created at or after the retention cutoff the janitor moves hourly
- * (src/checkout/event-log.ts); storage goes a whole day later, with its partition.
- */
-const retained = (db: Db) => (q: Knex.QueryBuilder) =>
-  q.where('created_at', '>=', db.raw('(SELECT cutoff FROM event_log_retention)'));
+/** The retention cutoff the janitor moves hourly (src/checkout/event-log.ts), as SQL. */
+const cutoff = (db: Db) => db.raw('(SELECT cutoff FROM event_log_retention)');
 
-/** One page of the merchant's events in `mode`, newest first (or oldest first for `asc`). */
-export async function listEvents(
-  db: Db,
-  scope: { merchantId: string; mode: KeyMode },
-  opts: { type?: string; since?: Date; after?: Keyset; limit: number; order?: 'desc' | 'asc' },
-) {
+/**
+ * Events the log still shows: created at or after the retention cutoff; storage goes a whole day
+ * later, with its partition.
+ */
+const retained = (db: Db) => (q: Knex.QueryBuilder) => q.where('created_at', '>=', cutoff(db));
+
+/** How `GET /events` pages through the merchant's events. */
+export interface EventListOptions {
+  type?: string;
+  since?: Date;
+  /** false: events some endpoint waits for after a failure; true: events no endpoint waits for that way. */
+  deliverySuccess?: boolean;
+  after?: Keyset;
+  limit: number;
+  order?: 'desc' | 'asc';
+}
+
+/**
+ * One page of the merchant's events in `mode`, newest first (or oldest first for `asc`). With
+ * `deliverySuccess: false` the page is read from `webhook_undelivered`'s list index (its own copy
+ * of each event's time), so its cost follows the undelivered events, never the event log's size.
+ */
+export async function listEvents(db: Db, scope: { merchantId: string; mode: KeyMode }, opts: EventListOptions) {
+  if (opts.deliverySuccess === false) return listUndelivered(db, scope, opts);
   const query = db('events').where({ merchant_id: scope.merchantId, mode: scope.mode }).where(retained(db));
 
   if (opts.type !== undefined) query.andWhere({ type: opts.type });
   if (opts.since !== undefined) query.andWhere('created_at', '>=', opts.since);
+  if (opts.deliverySuccess === true) {
+    query.whereNotExists((q) =>
+      q.select(db.raw('1')).from('webhook_undelivered as u').whereRaw('u.event_id = events.id'),
+    );
+  }
   return newestFirst<EventRow>(query, opts.after, opts.limit, opts.order);
+}
+
+async function listUndelivered(db: Db, scope: { merchantId: string; mode: KeyMode }, opts: EventListOptions) {
+  const order = opts.order ?? 'desc';
+  // Ordered inside as well: the planner then reads the index in the page's direction, never sorts.
+  const undelivered = db('webhook_undelivered')
+    .distinct('event_created_at', 'event_id')
+    .where({ merchant_id: scope.merchantId, mode: scope.mode })
+    // Rows of events past retention go in the janitor's next sweep; hidden from the cutoff on.
+    .andWhere('event_created_at', '>=', cutoff(db))
+    .orderBy([
+      { column: 'event_created_at', order },
+      { column: 'event_id', order },
+    ]);
+  if (opts.since !== undefined) undelivered.andWhere('event_created_at', '>=', opts.since);
+  const query = db
+    .from(undelivered.as('u'))
+    // On the event's time too: each row's lookup then reads only its day's partition.
+    .join('events as e', (j) => j.on('e.id', 'u.event_id').andOn('e.created_at', 'u.event_created_at'))
+    .select('e.*')
+    .where({ 'e.merchant_id': scope.merchantId, 'e.mode': scope.mode });
+  if (opts.type !== undefined) query.andWhere('e.type', opts.type);
+  return newestFirst<EventRow>(query, opts.after, opts.limit, order, ['u.event_created_at', 'u.event_id']);
 }
 
 /** The merchant's event in `mode`, or null (another merchant's or mode's is null too). */

@@ -1,3 +1,4 @@
+import { countOtp } from '../telemetry/checkout';
 import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import type { AppDeps } from '../deps';
@@ -76,11 +77,15 @@ export function publicRoutes(router: Router, deps: AppDeps, adapters: PublicAdap
 
   router.post('/public/sessions/:code/otp', ...pub, validate(otp), async (ctx) => {
     ctx.status = 202;
-    ctx.body = await requestOtp(svc, ctx.state.checkout, ctx.params.code, input(ctx, otp).body, ctx.ip);
+    ctx.body = await countOtp('sent', () =>
+      requestOtp(svc, ctx.state.checkout, ctx.params.code, input(ctx, otp).body, ctx.ip),
+    );
   });
 
   router.post('/public/sessions/:code/otp/verify', ...pub, validate(verify), async (ctx) => {
-    ctx.body = await verifyOtp(svc, ctx.state.checkout, ctx.params.code, input(ctx, verify).body);
+    ctx.body = await countOtp('verified', () =>
+      verifyOtp(svc, ctx.state.checkout, ctx.params.code, input(ctx, verify).body),
+    );
   });
 
   router.put('/public/sessions/:code/customer', ...pub, validate(customer), async (ctx) => {

@@ -181,6 +181,16 @@ export const eventWithDeliveriesOut = eventOut
         error: z.string().nullable().meta({ example: 'http_503' }),
         delivered_at: timestamp.nullable(),
         next_retry_at: timestamp.nullable(),
+        duration_ms: z.number().int().nullable().meta({
+          description:
+            'From sending the request to the endpoint’s status line, or to the timeout or network error; null when nothing was sent.',
+          example: 84,
+        }),
+        response_body: z.string().nullable().meta({
+          description:
+            'The first 1 KB of what the endpoint answered, as UTF-8 (invalid bytes replaced by U+FFFD, control characters other than tab and newline removed); null when it answered nothing.',
+          example: '{"error":"order service unavailable"}',
+        }),
       }),
     ),
   })

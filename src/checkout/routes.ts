@@ -110,6 +110,7 @@ export function checkoutRouter(deps: AppDeps, adapters: PublicAdapters = {}): Ro
     const page = await listEvents(db, ctx.state.checkout, {
       type: q.type,
       since: q.since ? new Date(q.since) : undefined,
+      deliverySuccess: q.delivery_success === undefined ? undefined : q.delivery_success === 'true',
       after: checkoutCursor(list, q.cursor),
       limit: q.limit,
       order,

@@ -90,6 +90,10 @@ export const eventListQuery = z.strictObject({
       '`newest_first` (default) pages from the newest event back; `oldest_first` reads forward from `since`, for a consumer that follows the log.',
   }),
   since: z.iso.datetime({ offset: true, message: 'Must be an ISO 8601 date-time with a zone' }).optional(),
+  delivery_success: z.enum(['true', 'false']).optional().meta({
+    description:
+      '`false`: only events that at least one endpoint has not received yet after a failed attempt (its latest attempt failed, or was refused because the endpoint is disabled, and no attempt to it succeeded). `true`: only events that no endpoint is waiting for that way.',
+  }),
   limit: listLimit,
   cursor: singleQueryValue.optional(),
 });

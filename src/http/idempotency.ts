@@ -4,6 +4,7 @@ import type { Db } from '../db/knex';
 import type { Clock } from '../lib/clock';
 import { canonicalJson, sha256Hex } from '../lib/hash';
 import { ApiError } from './errors';
+import { apiOf, idempotency } from '../telemetry/http';
 import { COUNT_HIT, COUNT_HIT_CONFLICT, rateLimitedError, rateLimitHeaders, windowOf, WindowLimit } from './rate-limit';
 
 /** How long a first outcome is kept against its key. */
@@ -45,6 +46,7 @@ function replay(ctx: Context, row: RecordRow): void {
   ctx.status = row.response_status!;
   ctx.body = row.response_body;
   ctx.set('Idempotent-Replayed', 'true');
+  idempotency.inc({ api: apiOf(ctx.path), outcome: 'replayed' });
 }
 
 async function runAndRender(ctx: Context, next: () => Promise<unknown>, render: ErrorRenderer): Promise<void> {
@@ -198,12 +200,14 @@ export function partnerIdempotency(
         continue;
       }
       if (row.route !== route || row.body_hash !== hash) {
+        idempotency.inc({ api: apiOf(ctx.path), outcome: 'conflict' });
         throw ApiError.conflict(
           'idempotency_key_conflict',
           'This Idempotency-Key was used with another body or route.',
         );
       }
       if (row.state === 'in_progress' && age < IN_PROGRESS_LEASE_MS) {
+        idempotency.inc({ api: apiOf(ctx.path), outcome: 'in_progress' });
         throw ApiError.conflict(
           'idempotency_key_in_progress',
           'The first request with this Idempotency-Key is still running; retry shortly.',
@@ -300,6 +304,7 @@ export function checkoutIdempotency(db: Db, clock: Clock, route: string, render:
     const liveOf = (row: RecordRow | undefined) => {
       const live = row && now.getTime() - row.created_at.getTime() < IDEMPOTENCY_TTL_MS ? row : undefined;
       if (live && (live.route !== route || live.body_hash !== hash)) {
+        idempotency.inc({ api: apiOf(ctx.path), outcome: 'conflict' });
         throw ApiError.conflict(
           'idempotency_key_conflict',
           'This Idempotency-Key was used with another body or route.',

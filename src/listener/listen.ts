@@ -1,11 +1,11 @@
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { newSigningSecret, signatureHeader } from '../webhooks/signing';
+import { newSigningSecret, webhookHeaders } from '../webhooks/signing';
 
 /**
  * The local webhook listener: follows a merchant's events through the Checkout API
- * (`GET /v1/events?direction=oldest_first`), signs each with a local secret in the same `Svc-Signature` scheme
- * as real deliveries, and POSTs it to a local URL. It keeps its place in a state file, saved after
+ * (`GET /v1/events?direction=oldest_first`), signs each with a local secret with the same headers as
+ * real deliveries (`Svc-Signature` and Standard Webhooks'), and POSTs it to a local URL. It keeps its place in a state file, saved after
  * every forwarded event, so a restart resumes where it stopped: nothing skipped, nothing forwarded
  * twice after a clean stop.
  */
@@ -122,12 +122,7 @@ async function forward(
       method: 'POST',
       redirect: 'manual',
       signal: AbortSignal.timeout(FORWARD_TIMEOUT_MS),
-      headers: {
-        'content-type': 'application/json',
-        'svc-signature': signatureHeader(body, [secret], Math.floor(Date.now() / 1000)),
-        'svc-event-id': event.id,
-        'svc-event-type': event.type,
-      },
+      headers: webhookHeaders(event, body, [secret], Math.floor(Date.now() / 1000)),
       body,
     });
     await res.arrayBuffer();

@@ -1,13 +1,13 @@
 import '../telemetry/instrument'; // first: it patches pg before anything loads it
 import { Client } from '@temporalio/client';
-import { NativeConnection } from '@temporalio/worker';
+import { NativeConnection, type Worker } from '@temporalio/worker';
 import { loadSettings, requireDatabaseUrl } from '../config';
 import { createDb } from '../db/knex';
 import { systemClock } from '../lib/clock';
 import { log } from '../lib/log';
 import { startOutboxRelay } from '../messaging/relay';
 import { transportsFromSettings } from '../messaging/transports';
-import { temporalConnectionOptions } from '../temporal/client';
+import { requireSearchAttributes, temporalConnectionOptions } from '../temporal/client';
 import { startHandoffRelay } from '../temporal/handoff-relay';
 import { startDispatcher } from '../webhooks/dispatcher';
 import { listenForQueuedRows } from '../webhooks/queue-notices';
@@ -17,16 +17,44 @@ import { temporalClientInterceptors } from '../telemetry/temporal';
 import { startTracing } from '../telemetry/tracing';
 import { createWorker } from '../worker/create-worker';
 import { installSdkLogger } from '../worker/sdk-log';
+import { readSdkMetrics, registerDbPoolMetrics, startMetricsServer, type MetricsServer } from '../telemetry/metrics';
+import { registerBacklogGauges } from '../telemetry/backlogs';
+import { serviceReady, workerReady } from '../telemetry/readiness';
 
 /** `npm run worker`: runs the workflows and activities; stateless; run as many copies as needed. */
 async function main(): Promise<void> {
-  installSdkLogger();
   const settings = loadSettings();
   const tracing = startTracing('svc-worker');
+  // The SDK's exporter listens on loopback only: the worker's /metrics serves its text with ours.
+  const sdkMetrics =
+    settings.WORKER_METRICS_PORT && settings.TEMPORAL_SDK_METRICS_PORT
+      ? `127.0.0.1:${settings.TEMPORAL_SDK_METRICS_PORT}`
+      : undefined;
+  installSdkLogger(sdkMetrics);
   const databaseUrl = requireDatabaseUrl(settings);
   const db = createDb(databaseUrl, settings.DATABASE_POOL_MAX);
   await requireSecretKeyForLive(settings, db);
+  // Filled in as start-up proceeds; /readyz reports what is not there yet.
+  const started: { connection?: NativeConnection; worker?: Worker } = {};
+  let metrics: MetricsServer | undefined;
+  if (settings.WORKER_METRICS_PORT) {
+    registerDbPoolMetrics(db);
+    registerBacklogGauges(db, Object.keys(transportsFromSettings(settings)) as Array<'sms' | 'email'>);
+    metrics = await startMetricsServer({
+      role: 'worker',
+      host: settings.METRICS_HOST,
+      port: settings.WORKER_METRICS_PORT,
+      readiness: async () => [
+        ...(await serviceReady(db, started.connection, settings.TEMPORAL_NAMESPACE)),
+        workerReady(started.worker),
+      ],
+      extra: sdkMetrics ? () => readSdkMetrics(`http://${sdkMetrics}/metrics`) : undefined,
+    });
+    log.info('worker metrics listening', { url: `${metrics.url}/metrics` });
+  }
   const connection = await NativeConnection.connect(temporalConnectionOptions(settings));
+  started.connection = connection;
+  await requireSearchAttributes(connection, settings);
   // Delivery activities take newly queued webhook rows as the dispatcher commits them.
   const queueNotices = listenForQueuedRows(databaseUrl);
   const worker = await createWorker({
@@ -39,6 +67,7 @@ async function main(): Promise<void> {
     webhooks: webhookRuntime(settings),
     queueNotices,
   });
+  started.worker = worker;
   const client = new Client({
     connection,
     namespace: settings.TEMPORAL_NAMESPACE,
@@ -63,6 +92,7 @@ async function main(): Promise<void> {
   await running;
   await Promise.all([dispatcher.stop(), handoffs.stop(), relay?.stop(), queueNotices.stop()]);
   for (const transport of Object.values(transports)) transport.close?.();
+  await metrics?.close();
   await Promise.allSettled([db.destroy(), connection.close(), tracing.shutdown()]);
   log.info('worker stopped');
 }

@@ -1,3 +1,4 @@
+import { outboxGivenUp } from '../telemetry/durable';
 import type { ClientConfig } from 'pg';
 import type { Knex } from 'knex';
 import type { Db } from '../db/knex';
@@ -99,14 +100,15 @@ export function startOutboxRelay(deps: OutboxRelayDeps): OutboxRelay {
       .forUpdate()
       .skipLocked()
       .select('id');
-    const rows: Array<{ id: number }> = await deps
+    const rows: Array<{ id: number; kind: 'sms' | 'email' }> = await deps
       .db('outbox')
       .whereIn('id', stale)
       .update({
         next_attempt_at: null,
         last_error: deps.db.raw('coalesce(last_error, ?)', ['not sent before it expired']),
       })
-      .returning(['id']);
+      .returning(['id', 'kind']);
+    for (const row of rows) outboxGivenUp.inc({ kind: row.kind });
     if (rows.length > 0) log.warn('outbox messages given up unsent', { ids: rows.map((r) => r.id) });
   }
 
@@ -153,11 +155,12 @@ export function startOutboxRelay(deps: OutboxRelayDeps): OutboxRelay {
       const at = now();
       const retryAt = new Date(at.getTime() + retryDelayMs(attempts));
       const giveUp = attempts >= MAX_ATTEMPTS || expired(row.kind, createdAt, retryAt);
-      await deps
+      const updated = await deps
         .db('outbox')
         .where({ id: row.id, attempts })
         .whereNull('sent_at')
         .update({ last_error: lastError, next_attempt_at: giveUp ? null : retryAt });
+      if (giveUp && updated > 0) outboxGivenUp.inc({ kind: row.kind });
       if (giveUp) log.warn('outbox message given up', { id: row.id, kind: row.kind, attempts, error: err });
       else
         log.warn('outbox message not sent; will retry', {

@@ -1,3 +1,4 @@
+import { countBulkRows } from '../telemetry/partner';
 import Router from '@koa/router';
 import type { AppDeps } from '../deps';
 import { partnerChainDeps } from '../deps';
@@ -60,7 +61,9 @@ export function partnerRouter(deps: AppDeps): Router {
     ...partnerChain(chain, { scope: 'catalog:write', idempotent: 'POST /products/bulk', rateLimited: 'products-bulk' }),
     async (ctx) => {
       const items = readBulkItems(ctx.request.body, BULK_PRODUCT_ROWS);
-      ctx.body = { results: await bulkUpsertProducts(db, ctx.state.partner.sellerId, items) };
+      ctx.body = {
+        results: countBulkRows('products', await bulkUpsertProducts(db, ctx.state.partner.sellerId, items)),
+      };
     },
   );
 
@@ -73,7 +76,9 @@ export function partnerRouter(deps: AppDeps): Router {
     }),
     async (ctx) => {
       const items = readBulkItems(ctx.request.body, BULK_INVENTORY_ROWS);
-      ctx.body = { results: await bulkUpdateInventory(db, ctx.state.partner.sellerId, items) };
+      ctx.body = {
+        results: countBulkRows('inventory', await bulkUpdateInventory(db, ctx.state.partner.sellerId, items)),
+      };
     },
   );
 

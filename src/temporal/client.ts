@@ -2,6 +2,8 @@ import { readFileSync } from 'node:fs';
 import { Client, Connection, ConnectionOptions } from '@temporalio/client';
 import { temporalClientInterceptors } from '../telemetry/temporal';
 import type { Settings } from '../config';
+import { log } from '../lib/log';
+import { ensureSearchAttributes, type OperatorConnection } from './search-attribute-setup';
 
 /** Connection options for TEMPORAL_ADDRESS, with mTLS or an API key for Temporal Cloud. */
 export function temporalConnectionOptions(
@@ -27,4 +29,18 @@ export function temporalConnectionOptions(
 export async function connectTemporal(settings: Settings): Promise<Client> {
   const connection = await Connection.connect(temporalConnectionOptions(settings));
   return new Client({ connection, namespace: settings.TEMPORAL_NAMESPACE, interceptors: temporalClientInterceptors() });
+}
+
+/** `ensureSearchAttributes` as TEMPORAL_SEARCH_ATTRIBUTES says, logging what it registered. */
+export async function requireSearchAttributes(connection: OperatorConnection, settings: Settings): Promise<void> {
+  const namespace = settings.TEMPORAL_NAMESPACE;
+  const { registered, unchecked } = await ensureSearchAttributes(
+    connection,
+    namespace,
+    settings.TEMPORAL_SEARCH_ATTRIBUTES === 'register',
+  );
+  if (unchecked) {
+    log.warn('cannot list the namespace search attributes (no operator rights); not checked', { namespace });
+  }
+  if (registered.length > 0) log.info('registered the missing search attributes', { namespace, registered });
 }

@@ -38,6 +38,8 @@ export interface EndpointDeliveryInput {
   maxInFlight?: number;
   /** Carried across continue-as-new: when the endpoint's current run of failures began (workflow time). */
   failingSinceMs?: number | null;
+  /** Carried across continue-as-new: the failure run (its start) whose 24-hour e-mail was seen to. */
+  failingNoticedForMs?: number | null;
   /** Continue as new past this many history events (default 5,000; tests and the benchmark lower it). */
   historyLimit?: number;
 }

@@ -1,4 +1,6 @@
 import { type Span, SpanStatusCode } from '@opentelemetry/api';
+import { temporalErrorCause } from './grpc-error';
+import { handoffRelayFailures } from '../telemetry/durable';
 import type { Db } from '../db/knex';
 import { type NotifiedLoop, startNotifiedLoop } from '../db/notified-loop';
 import { systemClock } from '../lib/clock';
@@ -85,6 +87,7 @@ export function startHandoffRelay(deps: HandoffRelayDeps): HandoffRelay {
       span.setStatus({ code: SpanStatusCode.ERROR, message: errorText(err) });
       const lastError = errorText(err).slice(0, LAST_ERROR_MAX_CHARS);
       await deps.db('workflow_handoffs').where({ id: row.id }).update({ last_error: lastError });
+      handoffRelayFailures.inc({ reason: temporalErrorCause(err).grpc_status });
       log.warn('handoff not delivered; will retry', {
         handoff_id: row.id,
         kind: row.payload.kind,

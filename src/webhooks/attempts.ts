@@ -1,8 +1,11 @@
 import { type Db, inTransaction } from '../db/knex';
 import type { EventRow } from '../checkout/events';
 import type { DeliveryRow } from './deliveries';
-import { DISABLE_AFTER_FAILING_MS, nextRetryAtMs } from './schedule';
+import { DISABLE_AFTER_FAILING_MS, NOTIFY_AFTER_FAILING_MS, nextRetryAtMs } from './schedule';
+import { queueState } from './queue';
 import { currentTraceparent } from '../telemetry/propagation';
+import { afterCommit } from '../telemetry/metrics';
+import { countWebhookAttempts, webhookEndpointsDisabled, webhookEndpointsFailingNotified } from '../telemetry/webhooks';
 
 /** One attempt of one delivery to the endpoint at hand: the rest of its delivery row's unique key. */
 export interface AttemptKey {
@@ -33,6 +36,10 @@ export interface AttemptMade extends AttemptKey {
   error: string | null;
   /** False when nothing was tried (`endpoint_deleted`, `endpoint_disabled`): no delivered_at, no retry. */
   attempted: boolean;
+  /** How long the endpoint took to answer (or to fail); absent when nothing was sent. */
+  durationMs?: number | null;
+  /** The start of the endpoint's answer (`responseExcerpt`); absent when it answered nothing. */
+  responseBody?: string | null;
 }
 
 export const attemptKey = (k: AttemptKey) => `${k.eventId}#${k.generation}#${k.attemptNo}`;
@@ -80,6 +87,37 @@ async function rowsOf(db: Db, endpointId: string, keys: readonly AttemptKey[]): 
   return rows;
 }
 
+/**
+ * Keeps `webhook_undelivered` (the `delivery_success=false` list) in step with newly recorded
+ * attempts: an event's success at the endpoint removes its row; a failure (or a retry refused
+ * because the endpoint is disabled) adds one unless the event was already delivered there (a
+ * failed redelivery of a delivered event is not undelivered).
+ */
+async function trackUndelivered(db: Db, endpointId: string, rows: readonly DeliveryRow[]): Promise<void> {
+  const delivered = [...new Set(rows.filter((r) => r.error === null).map((r) => r.event_id))];
+  const failed = [...new Set(rows.filter((r) => r.error !== null).map((r) => r.event_id))].filter(
+    (id) => !delivered.includes(id),
+  );
+  if (delivered.length > 0) {
+    await db.raw(`DELETE FROM webhook_undelivered WHERE endpoint_id = ? AND event_id = ANY(?::text[])`, [
+      endpointId,
+      delivered,
+    ]);
+  }
+  if (failed.length > 0) {
+    await db.raw(
+      `INSERT INTO webhook_undelivered (event_id, endpoint_id, merchant_id, mode, event_created_at)
+       SELECT e.id, ?, e.merchant_id, e.mode, e.created_at
+         FROM events e
+        WHERE e.id = ANY(?::text[])
+          AND NOT EXISTS (SELECT 1 FROM event_deliveries d
+                           WHERE d.event_id = e.id AND d.endpoint_id = ? AND d.error IS NULL)
+       ON CONFLICT DO NOTHING`,
+      [endpointId, failed, endpointId],
+    );
+  }
+}
+
 /** Results of the attempts already recorded (an activity retry, a repeated signal), by attemptKey. */
 export async function recordedAttempts(
   db: Db,
@@ -124,12 +162,16 @@ export async function recordAttempts(
             error: a.error,
             delivered_at: a.attempted ? new Date(atOf(a)) : null,
             next_retry_at: retry === null ? null : new Date(retry),
+            duration_ms: a.durationMs ?? null,
+            response_body: a.responseBody ?? null,
           };
         }),
       )
       .onConflict(['event_id', 'endpoint_id', 'generation', 'attempt_no'])
       .ignore()
       .returning('*');
+    const committedAt = new Map(attempts.map((a) => [attemptKey(a), (a.event as { created_at?: Date }).created_at]));
+    afterCommit(trx, () => countWebhookAttempts(inserted, (i) => committedAt.get(rowKey(inserted[i]))));
     const made = inserted.filter((r) => r.delivered_at !== null).map((r) => ({ r, at: ms(r.delivered_at)! }));
     const successes = made.filter(({ r }) => r.error === null).map(({ at }) => at);
     const lastSuccess = successes.length > 0 ? Math.max(...successes) : null;
@@ -142,12 +184,18 @@ export async function recordAttempts(
     }
     if (laterFailures.length > 0) {
       const firstFailure = new Date(Math.min(...laterFailures.map(({ at }) => at)));
+      const last = laterFailures.reduce((a, b) => (b.at >= a.at ? b : a)).r;
       await trx.raw(
-        `UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, ?)
+        `UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, ?), last_error = ?
           WHERE id = ? AND status = 'enabled' AND (last_success_at IS NULL OR last_success_at < ?)`,
-        [firstFailure, endpointId, firstFailure],
+        [firstFailure, last.error, endpointId, firstFailure],
       );
     }
+    await trackUndelivered(
+      trx,
+      endpointId,
+      inserted.filter((r) => r.delivered_at !== null || r.error === 'endpoint_disabled'),
+    );
     const rows = inserted.length === attempts.length ? inserted : await rowsOf(trx, endpointId, attempts);
     const since = await failingSince(trx, endpointId);
     return new Map(rows.map((r) => [rowKey(r), resultOf(r, since)]));
@@ -204,25 +252,72 @@ export async function disableIfStillFailing(
       })
       .returning(['id', 'merchant_id', 'mode', 'url']);
     if (!endpoint) return { disabled: false, failingSinceMs: await failingSince(trx, endpointId) };
-    const merchant = await trx('merchants').where({ id: endpoint.merchant_id }).first('contact_email', 'display_name');
-    if (merchant?.contact_email) {
-      await trx('outbox').insert({
-        kind: 'email',
-        traceparent: currentTraceparent(),
-        to: merchant.contact_email,
-        subject: `Webhook endpoint disabled: ${endpoint.url}`,
-        body: [
-          `Hello ${merchant.display_name},`,
-          '',
-          `Every delivery to your ${endpoint.mode} webhook endpoint ${endpoint.id} (${endpoint.url}) has failed`,
-          'for 3 days, so it has been disabled and receives no events.',
-          '',
-          `Fix the receiver, enable the endpoint again (PATCH /v1/webhook_endpoints/${endpoint.id} with`,
-          '{"status": "enabled"}), then redeliver the events you missed (POST /v1/events/{id}/redeliver);',
-          'GET /v1/events lists them.',
-        ].join('\n'),
-      });
-    }
+    afterCommit(trx, () => webhookEndpointsDisabled.inc());
+    await emailContact(trx, endpoint.merchant_id, `Webhook endpoint disabled: ${endpoint.url}`, (name) => [
+      `Hello ${name},`,
+      '',
+      `Every delivery to your ${endpoint.mode} webhook endpoint ${endpoint.id} (${endpoint.url}) has failed`,
+      'for 3 days, so it has been disabled and receives no events.',
+      '',
+      `Fix the receiver, enable the endpoint again (PATCH /v1/webhook_endpoints/${endpoint.id} with`,
+      '{"status": "enabled"}), then redeliver the events you missed (POST /v1/events/{id}/redeliver);',
+      'GET /v1/events lists them.',
+    ]);
     return { disabled: true, failingSinceMs: null };
+  });
+}
+
+/** Puts one e-mail to the merchant's contact (when it has one) in the outbox, in the caller's transaction. */
+async function emailContact(trx: Db, merchantId: string, subject: string, lines: (name: string) => string[]) {
+  const merchant = await trx('merchants').where({ id: merchantId }).first('contact_email', 'display_name');
+  if (!merchant?.contact_email) return;
+  await trx('outbox').insert({
+    kind: 'email',
+    traceparent: currentTraceparent(),
+    to: merchant.contact_email,
+    subject,
+    body: lines(merchant.display_name).join('\n'),
+  });
+}
+
+/** Pending rows counted for the failing e-mail (beyond it, "more than 10,000"). */
+const NOTICE_COUNT_UP_TO = 10_001;
+
+/**
+ * The 24-hour warning: if the endpoint is still enabled, has been failing since at least 24 hours
+ * before `nowMs`, and got no warning in this failure streak (none since `failing_since`), marks it
+ * warned and puts one e-mail to the merchant's contact in the outbox, in one transaction: which
+ * endpoint, failing since when, the last error, how many events wait and when it will be disabled.
+ * Returns whether this call sent it (a retry, or a second run, finds it sent and sends nothing).
+ */
+export async function notifyIfFailing(db: Db, endpointId: string, nowMs: number): Promise<{ notified: boolean }> {
+  return db.transaction(async (trx) => {
+    const [endpoint] = await trx('webhook_endpoints')
+      .where({ id: endpointId, status: 'enabled' })
+      .where('failing_since', '<=', new Date(nowMs - NOTIFY_AFTER_FAILING_MS))
+      .where((q) => q.whereNull('failing_notified_at').orWhereRaw('failing_notified_at < failing_since'))
+      .update({ failing_notified_at: new Date(nowMs) })
+      .returning(['id', 'merchant_id', 'mode', 'url', 'failing_since', 'last_error']);
+    if (!endpoint) return { notified: false };
+    const { pending } = await queueState(trx, endpointId, NOTICE_COUNT_UP_TO);
+    const since = new Date(endpoint.failing_since);
+    const disableAt = new Date(since.getTime() + DISABLE_AFTER_FAILING_MS);
+    const waiting =
+      pending >= NOTICE_COUNT_UP_TO
+        ? 'More than 10,000 events are'
+        : `${pending} event${pending === 1 ? ' is' : 's are'}`;
+    await emailContact(trx, endpoint.merchant_id, `Webhook endpoint failing: ${endpoint.url}`, (name) => [
+      `Hello ${name},`,
+      '',
+      `Every delivery to your ${endpoint.mode} webhook endpoint ${endpoint.id} (${endpoint.url}) has failed`,
+      `since ${since.toISOString()}. The last error: ${endpoint.last_error ?? 'unknown'}.`,
+      `${waiting} waiting for it; each is retried on its schedule.`,
+      '',
+      `Unless a delivery succeeds first, the endpoint will be disabled at ${disableAt.toISOString()}.`,
+      `GET /v1/events/{id} shows each attempt with what your endpoint answered and how long it took;`,
+      'GET /v1/events?delivery_success=false lists the events it has not received.',
+    ]);
+    afterCommit(trx, () => webhookEndpointsFailingNotified.inc());
+    return { notified: true };
   });
 }

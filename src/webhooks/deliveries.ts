@@ -11,6 +11,8 @@ export interface DeliveryRow {
   error: string | null;
   delivered_at: Date | null;
   next_retry_at: Date | null;
+  duration_ms: number | null;
+  response_body: string | null;
   created_at: Date;
 }
 
@@ -23,6 +25,8 @@ export function deliveryOut(row: DeliveryRow) {
     error: row.error,
     delivered_at: iso(row.delivered_at),
     next_retry_at: iso(row.next_retry_at),
+    duration_ms: row.duration_ms,
+    response_body: row.response_body,
   };
 }
 

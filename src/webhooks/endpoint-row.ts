@@ -15,6 +15,10 @@ export interface EndpointRow {
   previous_secret_expires_at: Date | null;
   failing_since: Date | null;
   last_success_at: Date | null;
+  /** The error token of the latest failed attempt of the current failure streak. */
+  last_error: string | null;
+  /** When the 24-hour failing e-mail went (one before `failing_since` was for an earlier streak). */
+  failing_notified_at: Date | null;
   /** The create's Idempotency-Key and request hash: what a create run again converges on. */
   idempotency_key: string | null;
   request_hash: string | null;

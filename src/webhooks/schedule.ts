@@ -12,6 +12,9 @@ export const MAX_ATTEMPTS = retryDelaysMs.length + 1;
 /** An attempt that has no response status within this long fails with `timeout`. */
 export const DELIVERY_TIMEOUT_MS = 10_000;
 
+/** An endpoint failing continuously (no success) for this long gets one e-mail to the merchant's contact. */
+export const NOTIFY_AFTER_FAILING_MS = DAY;
+
 /** An endpoint failing continuously (no success) for this long is disabled. */
 export const DISABLE_AFTER_FAILING_MS = 3 * DAY;
 

@@ -30,7 +30,25 @@ const sdkLogger: Logger = {
   error: (message, meta) => sdkLogger.log('ERROR', message, meta),
 };
 
-/** Sends the SDK's logging through `sdkLogger`; call once, before creating any connection or worker. */
-export function installSdkLogger(): void {
-  Runtime.install({ logger: sdkLogger });
+/**
+ * Sends the SDK's logging through `sdkLogger` and, given `metricsAddress` (`127.0.0.1:9466`), has the
+ * SDK's Prometheus exporter listen there (seconds, `_total` counters, unit suffixes, so the names
+ * match Temporal's docs and dashboards); call once, before creating any connection or worker.
+ */
+export function installSdkLogger(metricsAddress?: string): void {
+  Runtime.install({
+    logger: sdkLogger,
+    ...(metricsAddress && {
+      telemetryOptions: {
+        metrics: {
+          prometheus: {
+            bindAddress: metricsAddress,
+            useSecondsForDurations: true,
+            countersTotalSuffix: true,
+            unitSuffix: true,
+          },
+        },
+      },
+    }),
+  });
 }

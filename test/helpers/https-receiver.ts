@@ -51,6 +51,8 @@ export interface Reply {
   headers?: Record<string, string>;
   /** Wait this long before answering (the 10-second timeout). */
   delayMs?: number;
+  /** The answer's body (default `ok`, empty for a redirect). */
+  body?: string | Buffer;
 }
 
 export interface HttpsReceiver {
@@ -128,7 +130,7 @@ export async function startHttpsReceiver(): Promise<HttpsReceiver> {
       const send = () => {
         if (res.destroyed) return;
         res.writeHead(reply.status, reply.headers ?? {});
-        res.end(reply.status >= 300 && reply.status < 400 ? '' : 'ok');
+        res.end(reply.body ?? (reply.status >= 300 && reply.status < 400 ? '' : 'ok'));
       };
       if (reply.delayMs) setTimeout(send, reply.delayMs).unref();
       else send();

@@ -258,10 +258,10 @@ export async function startStack(overrides: Record<string, string> = {}, options
 
 /**
  * A `temporal server start-dev` of the test's own (loopback, free ports, the custom search
- * attributes registered, a throwaway SQLite file), for what the time-skipping server lacks:
- * visibility queries and the Web UI. Time is real there.
+ * attributes registered unless `searchAttributes: false`, a throwaway SQLite file), for what the
+ * time-skipping server lacks: visibility queries and the Web UI. Time is real there.
  */
-async function startTestDevServer() {
+export async function startTestDevServer(options: { searchAttributes?: boolean } = {}) {
   const dbFile = join(tmpdir(), `svc-test-temporal-${process.pid}-${Date.now()}.db`);
   const server = await startTemporalDevServer({
     cli: readRunEnv().temporalCliPath,
@@ -271,6 +271,7 @@ async function startTestDevServer() {
     namespace: 'default',
     logFile: `${dbFile}.log`,
     timeoutMs: 120_000,
+    searchAttributes: options.searchAttributes,
   });
   return {
     ...server,

@@ -1,7 +1,8 @@
 import { randomString } from '../../src/lib/ids';
 import { buildMerchant } from './factories';
 import { call } from './http';
-import type { Stack } from './stack';
+import { HttpsReceiver, RECEIVER_HOST, startHttpsReceiver } from './https-receiver';
+import { startStack, type Stack } from './stack';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -51,4 +52,21 @@ export function webhookSteps(stackOf: () => Stack) {
       return res.body.event_id;
     },
   };
+}
+
+/**
+ * A test file's stack delivering to a real HTTPS receiver (its host allowed, its certificate
+ * trusted): started in `beforeAll`, stopped in `afterAll`; read the fields inside tests.
+ */
+export function useWebhookStack(): { stack: Stack; receiver: HttpsReceiver } {
+  const env = {} as { stack: Stack; receiver: HttpsReceiver };
+  beforeAll(async () => {
+    env.receiver = await startHttpsReceiver();
+    env.stack = await startStack({ WEBHOOK_ALLOWED_HOSTS: RECEIVER_HOST, WEBHOOK_EXTRA_CA_PATH: env.receiver.caPath });
+  });
+  afterAll(async () => {
+    await env.stack.stop();
+    await env.receiver.close();
+  });
+  return env;
 }

@@ -59,6 +59,24 @@ async function writeEvent(db: Db, merchantId: string, id: string, at: Date): Pro
   });
 }
 
+/** Lists the event as undelivered at an endpoint, as a failed attempt does (src/webhooks/attempts.ts). */
+async function writeUndelivered(db: Db, merchantId: string, id: string, at: Date): Promise<void> {
+  await db('webhook_undelivered').insert({
+    event_id: id,
+    endpoint_id: 'we_test_log',
+    merchant_id: merchantId,
+    mode: 'test',
+    event_created_at: at,
+  });
+}
+
+/** The ids of the merchant's `delivery_success=false` list, and of its `webhook_undelivered` rows. */
+async function undelivered(db: Db, merchantId: string) {
+  const page = await listEvents(db, { merchantId, mode: 'test' }, { deliverySuccess: false, limit: 100 });
+  const rows = await db('webhook_undelivered').where({ merchant_id: merchantId }).orderBy('event_id');
+  return { listed: page.rows.map((r) => r.id), rows: rows.map((r: { event_id: string }) => r.event_id) };
+}
+
 /** Whether the event reads back by id (with its delivery), in the merchant's list, and has its queue row. */
 async function readable(db: Db, merchantId: string, id: string) {
   const scope = { merchantId, mode: 'test' as const };
@@ -70,6 +88,18 @@ async function readable(db: Db, merchantId: string, id: string) {
     deliveries: (await eventDeliveries(db, id)).length,
     queued: (await db('webhook_queue').where({ event_id: id })).length,
   };
+}
+
+/**
+ * Sweeps as of `nowMs`, and again (as the next hourly sweep would) while a partition's DDL found
+ * its lock taken: the run's other files read and write the shared event log meanwhile.
+ */
+async function sweepSettled(sweep: ReturnType<typeof createJanitorActivities>, nowMs: number) {
+  for (let i = 0; ; i++) {
+    const result = await sweep.sweepRetention({ nowMs });
+    if (result.eventLog?.lockTimeouts === 0 || i === 20) return result;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
 }
 
 const present = { byId: true, inList: true, deliveries: 1, queued: 1 };
@@ -94,18 +124,23 @@ describe('on a partitioned database', () => {
     for (const [label, id] of Object.entries(ids)) {
       await writeEvent(db, merchantId, id, new Date(NOW - ages[label as keyof typeof ages]));
     }
+    for (const label of ['31 days', 'today'] as const) {
+      await writeUndelivered(db, merchantId, ids[label], new Date(NOW - ages[label]));
+    }
   });
   afterAll(() => db.destroy());
 
   it('drops the days past retention whole, keeps the recent ones readable, and a week ahead made', async () => {
     const sweep = createJanitorActivities({ db });
-    await sweep.sweepRetention({ nowMs: NOW });
+    await sweepSettled(sweep, NOW);
 
     expect(await readable(db, merchantId, ids['31 days'])).toEqual(gone);
     for (const label of ['29 days', 'yesterday', 'today'] as const) {
       expect([label, await readable(db, merchantId, ids[label])]).toEqual([label, present]);
     }
     expect(await exists(db, `events_d${utcDayName(NOW - 31 * DAY)}`)).toBe(false);
+    // No foreign key takes an event's undelivered rows with its day: the sweep deletes them.
+    expect(await undelivered(db, merchantId)).toEqual({ listed: [ids.today], rows: [ids.today] });
     // Tomorrow's day exists long before midnight, in all three tables, and so does the week after.
     for (const ahead of [1, 7]) {
       const day = utcDayName(NOW + ahead * DAY);
@@ -123,8 +158,8 @@ describe('on a partitioned database', () => {
       legacyDropped: false,
       lockTimeouts: 0,
     });
-    await sweep.sweepRetention({ nowMs: NOW + 2 * DAY });
-    expect(await exists(db, `events_d${utcDayName(NOW + 9 * DAY)}`)).toBe(true);
+    const late = await sweepSettled(sweep, NOW + 2 * DAY);
+    expect([late.eventLog?.lockTimeouts, await exists(db, `events_d${utcDayName(NOW + 9 * DAY)}`)]).toEqual([0, true]);
     expect(await readable(db, merchantId, ids['29 days'])).toEqual(gone);
     for (const label of ['yesterday', 'today'] as const) {
       expect([label, await readable(db, merchantId, ids[label])]).toEqual([label, present]);
@@ -167,6 +202,10 @@ describe('the forward migration', () => {
     }
 
     await db.migrate.latest();
+    for (const label of ['29 days', 'yesterday'] as const) {
+      await writeUndelivered(db, merchantId, ids[label], new Date(NOW - ages[label]));
+    }
+    expect((await undelivered(db, merchantId)).listed).toEqual([ids.yesterday, ids['29 days']]);
     expect(
       (
         await db.raw(
@@ -198,15 +237,26 @@ describe('the forward migration', () => {
     });
     expect(await eventDeliveries(db, ids['29 days'])).toHaveLength(2);
 
+    // Past the API's cutoff, an event is no longer listed as undelivered, even before the sweep
+    // deletes its row.
+    await db('event_log_retention').update({ cutoff: new Date(NOW - 29 * DAY + 1) });
+    expect(await undelivered(db, merchantId)).toEqual({
+      listed: [ids.yesterday],
+      rows: [ids['29 days'], ids.yesterday],
+    });
+
     // The janitor purges the old table row by row until nothing can land there, then drops it.
     const sweep = createJanitorActivities({ db });
     const first = await sweep.sweepRetention({ nowMs: NOW + 2 * DAY });
     expect(first.events).toBe(1); // 29 days + 2 > 30
+    expect(first.undeliveredRows).toBe(1);
+    expect(await undelivered(db, merchantId)).toEqual({ listed: [ids.yesterday], rows: [ids.yesterday] });
     expect(await readable(db, merchantId, ids['29 days'])).toEqual(gone);
     expect(await readable(db, merchantId, ids.yesterday)).toEqual(present);
     expect(await exists(db, 'events_legacy')).toBe(true);
     const done = await sweep.sweepRetention({ nowMs: NOW + 33 * DAY });
     expect(done.eventLog?.legacyDropped).toBe(true);
+    expect(done.undeliveredRows).toBe(1);
     expect(await exists(db, 'events_legacy')).toBe(false);
     expect(await exists(db, 'webhook_queue_legacy')).toBe(false);
     expect(await exists(db, 'events_default')).toBe(true); // the catch-all the legacy table was

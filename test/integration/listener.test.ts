@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Webhook } from 'standardwebhooks';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { listen } from '../../src/listener/listen';
@@ -113,6 +114,8 @@ it('forwards each new event, signed with the printed secret like a real delivery
     expect(got.headers['content-type']).toBe('application/json');
     expect(got.headers['svc-event-type']).toBe('checkout.session.expired');
     const verified = verify(got.body, got.headers['svc-signature'], l.secret()!);
+    expect(got.headers['webhook-id']).toBe(event);
+    expect(new Webhook(l.secret()!).verify(got.body, got.headers as Record<string, string>)).toEqual(verified);
     expect(verified).toMatchObject({ id: event, object: 'event', type: 'checkout.session.expired', livemode: false });
     expect(r.ids()).not.toContain(before);
     await until(

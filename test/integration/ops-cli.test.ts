@@ -7,6 +7,7 @@ import { createDb, Db } from '../../src/db/knex';
 import { parseKey } from '../../src/keys/keys';
 import { checkoutScopes, partnerScopes } from '../../src/keys/scopes';
 import { createProduct, ProductStatus } from '../../src/ops/products';
+import { ownDatabase } from '../helpers/services';
 import { readRunEnv } from '../helpers/stack';
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -1187,5 +1188,49 @@ describe('as a subprocess', () => {
     const doc = JSON.parse(stdout);
     expect(doc).toMatchObject({ seller_id: expect.stringMatching(/^sel_/), name: 'X' });
     expect(stdout).toBe(`${JSON.stringify(doc, null, 2)}\n`);
+  });
+});
+
+describe('status', () => {
+  it('prints the backlogs, failing endpoints, sessions in payment and Temporal state as one document', async () => {
+    // A database of its own, so the figures are exact.
+    const own = await ownDatabase();
+    try {
+      await own.db('outbox').insert({
+        kind: 'email',
+        to: 'ops@shop.example.com',
+        body: 'x',
+        created_at: new Date(Date.now() - 7_200_000),
+      });
+      const result = await run(['status', '--json'], { ...deps, db: own.db });
+      expect(result.exitCode).toBe(0);
+      const doc = JSON.parse(result.stdout);
+      expect(doc).toEqual({
+        backlogs: {
+          webhook_deliveries_pending: 0,
+          webhook_oldest_due_delivery_age_seconds: 0,
+          handoffs_pending: 0,
+          handoff_oldest_age_seconds: 0,
+          outbox: {
+            sms: { pending: 0, oldest_pending_age_seconds: 0 },
+            email: { pending: 1, oldest_pending_age_seconds: expect.any(Number) },
+          },
+        },
+        webhook_endpoints: { failing: 0, disabled: 0 },
+        sessions_processing: 0,
+        temporal: {
+          reachable: false,
+          namespace: 'default',
+          missing_search_attributes: null,
+          error: 'no Temporal connection',
+        },
+      });
+      expect(doc.backlogs.outbox.email.oldest_pending_age_seconds).toBeGreaterThanOrEqual(7200);
+      const text = await run(['status'], { ...deps, db: own.db });
+      expect(text.exitCode).toBe(0);
+      expect(text.stdout).toMatch(/^backlogs:\n {2}webhook_deliveries_pending +0\n/);
+    } finally {
+      await own.drop();
+    }
   });
 });

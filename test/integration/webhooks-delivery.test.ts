@@ -1,3 +1,5 @@
+import { Webhook as StandardWebhook } from 'standardwebhooks';
+import Stripe from 'stripe';
 import { createDeliveryActivities } from '../../activities/delivery';
 import { recordEvent, EventType } from '../../src/checkout/events';
 import type { KeyMode } from '../../src/keys/keys';
@@ -6,6 +8,7 @@ import { createCheckoutKey } from '../../src/ops/checkout-keys';
 import { wakeEndpoint } from '../../src/temporal/delivery';
 import { wakeTargets } from '../../src/webhooks/dispatch';
 import { deliveryAgent, postWebhook } from '../../src/webhooks/send';
+import { newSigningSecret } from '../../src/webhooks/signing';
 import { checkWebhookUrl } from '../../src/webhooks/url-safety';
 import { verify } from '../../src/webhooks/verify';
 import { buildMerchant } from '../helpers/factories';
@@ -50,6 +53,13 @@ const DAY = 24 * 60 * 60 * 1000;
 const path = () => `/hook-${randomString(10)}`;
 const header = (r: ReceivedRequest, name: string) => r.headers[name] as string;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const stripe = new Stripe('sk_test_unused');
+/** A delivery as Stripe's SDK verifies it, given our `Svc-Signature` in place of `Stripe-Signature`. */
+const stripeVerify = (r: ReceivedRequest, secret: string, body = r.body) =>
+  stripe.webhooks.constructEvent(body, header(r, 'svc-signature'), secret);
+/** A delivery as the Standard Webhooks library verifies it, from the `webhook-*` headers. */
+const standardVerify = (r: ReceivedRequest, secret: string, body = r.body) =>
+  new StandardWebhook(secret).verify(body, r.headers as Record<string, string>);
 
 const readEvent = async (key: string, id: string) =>
   (await call(stack.baseUrl, 'GET', `/v1/events/${id}`, { key })).body;
@@ -88,7 +98,12 @@ describe('signing and headers', () => {
     expect(header(request, 'svc-event-id')).toBe(eventId);
     expect(header(request, 'svc-event-type')).toBe('refund.succeeded');
     expect(header(request, 'svc-signature')).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
+    expect(header(request, 'webhook-id')).toBe(eventId);
+    expect(header(request, 'webhook-timestamp')).toBe(/^t=(\d+),/.exec(header(request, 'svc-signature'))![1]);
+    expect(header(request, 'webhook-signature')).toMatch(/^v1,[A-Za-z0-9+/]{43}=$/);
     const event = verify(request.body, header(request, 'svc-signature'), [endpoint.secret]);
+    expect(stripeVerify(request, endpoint.secret)).toEqual(event);
+    expect(standardVerify(request, endpoint.secret)).toEqual(event);
 
     const { deliveries: _rows, ...read } = await readEvent(m.secretKey, eventId);
     expect(request.body).toBe(JSON.stringify(read));
@@ -120,6 +135,8 @@ describe('signing and headers', () => {
       error: null,
       delivered_at: expect.stringMatching(/Z$/),
       next_retry_at: null,
+      duration_ms: expect.any(Number),
+      response_body: 'ok',
     });
   });
 
@@ -149,6 +166,11 @@ describe('signing and headers', () => {
     expect(header(during, 'svc-signature').match(/v1=/g)).toHaveLength(2);
     expect(verify(during.body, header(during, 'svc-signature'), [oldSecret]).id).toBeDefined();
     expect(verify(during.body, header(during, 'svc-signature'), [newSecret]).id).toBeDefined();
+    expect(header(during, 'webhook-signature')).toMatch(/^v1,\S{44} v1,\S{44}$/);
+    for (const secret of [oldSecret, newSecret]) {
+      expect(stripeVerify(during, secret).id).toBe(header(during, 'svc-event-id'));
+      expect(standardVerify(during, secret)).toMatchObject({ id: header(during, 'svc-event-id') });
+    }
 
     stack.clock.advance(DAY + 1000);
     try {
@@ -160,9 +182,26 @@ describe('signing and headers', () => {
       expect(() => verify(after.body, header(after, 'svc-signature'), [oldSecret], 300, now)).toThrow(
         /No signature matches/,
       );
+      expect(header(after, 'webhook-signature')).toMatch(/^v1,\S{44}$/);
     } finally {
       stack.clock.advance(-(DAY + 1000));
     }
+  });
+
+  it('refuses a tampered body in our verify, Stripe’s SDK and the Standard Webhooks library alike', async () => {
+    const m = await webhookMerchant();
+    const p = path();
+    const endpoint = await createEndpoint(m.secretKey, receiver.url(p));
+    await sendTest(m.secretKey, endpoint.id);
+    const [request] = await receiver.waitFor(1, p);
+    const tampered = request.body.replace('"livemode":false', '"livemode":true');
+    expect(tampered).not.toBe(request.body);
+    expect(() => verify(tampered, header(request, 'svc-signature'), [endpoint.secret])).toThrow(/No signature matches/);
+    expect(() => stripeVerify(request, endpoint.secret, tampered)).toThrow(
+      Stripe.errors.StripeSignatureVerificationError,
+    );
+    expect(() => standardVerify(request, endpoint.secret, tampered)).toThrow('No matching signature found');
+    expect(() => standardVerify(request, newSigningSecret(), request.body)).toThrow('No matching signature found');
   });
 
   it('puts a new timestamp and signature on every attempt of the same event', async () => {
@@ -316,6 +355,8 @@ describe('deletion', () => {
     const endpoint = await createEndpoint(m.secretKey, receiver.url(p));
     const events = [await sendTest(m.secretKey, endpoint.id), await sendTest(m.secretKey, endpoint.id)];
     for (const id of events) await deliveriesAtLeast(m.secretKey, id, 1);
+    const failing = await call(stack.baseUrl, 'GET', '/v1/events?delivery_success=false', { key: m.secretKey });
+    expect(failing.body.data.map((e: { id: string }) => e.id)).toEqual([...events].reverse());
 
     const res = await call(stack.baseUrl, 'DELETE', `/v1/webhook_endpoints/${endpoint.id}`, { key: m.secretKey });
     expect(res.status).toBe(204);
@@ -330,9 +371,13 @@ describe('deletion', () => {
           error: 'endpoint_deleted',
           delivered_at: null,
           next_retry_at: null,
+          duration_ms: null,
+          response_body: null,
         },
       ]);
     }
+    const undelivered = await call(stack.baseUrl, 'GET', '/v1/events?delivery_success=false', { key: m.secretKey });
+    expect(undelivered.body.data).toEqual([]); // nothing left to redeliver to
     const handle = stack.env.client.workflow.getHandle(endpoint.id);
     await handle.result();
     await stack.env.sleep('2 hours');
@@ -473,7 +518,12 @@ describe('the delivery activity', () => {
     const untrusting = deliveryAgent([]);
     try {
       const result = await postWebhook(check.target, '{}', {}, { agent: untrusting, timeoutMs: 5000 });
-      expect(result).toEqual({ statusCode: null, error: 'tls_error' });
+      expect(result).toEqual({
+        statusCode: null,
+        error: 'tls_error',
+        durationMs: expect.any(Number),
+        responseBody: null,
+      });
     } finally {
       untrusting.destroy();
     }

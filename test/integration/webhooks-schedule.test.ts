@@ -1,5 +1,10 @@
 import { randomString } from '../../src/lib/ids';
-import { DISABLE_AFTER_FAILING_MS, MAX_ATTEMPTS, retryDelaysMs } from '../../src/webhooks/schedule';
+import {
+  DISABLE_AFTER_FAILING_MS,
+  MAX_ATTEMPTS,
+  NOTIFY_AFTER_FAILING_MS,
+  retryDelaysMs,
+} from '../../src/webhooks/schedule';
 import { call } from '../helpers/http';
 import { HttpsReceiver, RECEIVER_HOST, startHttpsReceiver } from '../helpers/https-receiver';
 import { keepHistory } from '../helpers/histories';
@@ -8,7 +13,7 @@ import { until, webhookSteps } from '../helpers/webhooks';
 
 /**
  * The delivery workflow on the time-skipping server, against a real HTTPS receiver: the exact
- * 8-attempt schedule, the 3-day disable and its e-mail, the reset by one success, redelivery after
+ * 8-attempt schedule, the 24-hour failing e-mail, the 3-day disable and its e-mail, the reset by one success, redelivery after
  * re-enabling (continue-as-new and the Postgres queue itself: webhooks-queue.test.ts).
  */
 let stack: Stack;
@@ -43,7 +48,8 @@ const deliveriesAtLeast = (key: string, id: string, n: number) =>
   );
 const readEndpoint = async (key: string, id: string) =>
   (await call(stack.baseUrl, 'GET', `/v1/webhook_endpoints/${id}`, { key })).body;
-const emailsTo = (to: string) => stack.db('outbox').where({ kind: 'email', to });
+const emailsTo = (to: string) => stack.db('outbox').where({ kind: 'email', to }).orderBy('created_at');
+const subjects = async (to: string) => (await emailsTo(to)).map((e: { subject: string }) => e.subject);
 
 /** A failing endpoint with one event whose first attempt has been made; returns when that was. */
 async function failingEndpointWithEvent() {
@@ -54,6 +60,18 @@ async function failingEndpointWithEvent() {
   const eventId = await sendTest(m.secretKey, endpoint.id);
   const [first] = await deliveriesAtLeast(m.secretKey, eventId, 1);
   return { m, p, endpoint, eventId, firstFailureMs: Date.parse(first.delivered_at) };
+}
+
+/** Lets one test event through to the failing endpoint at `p`, then makes it fail again. */
+async function oneSuccess(key: string, p: string, endpointId: string) {
+  failing.delete(p);
+  const ok = await sendTest(key, endpointId);
+  await until(
+    () => deliveries(key, ok),
+    (d) => d[0]?.status_code === 200,
+    'the success',
+  );
+  failing.add(p);
 }
 
 /** Skips Temporal time to `firstFailureMs + offsetMs` (the workflow clock), then lets the activities settle. */
@@ -93,11 +111,41 @@ it('makes 8 attempts in all to a receiver that always fails, waiting 1 min, 5 mi
   );
 });
 
-it('disables an endpoint failing continuously for 3 days and e-mails the merchant contact', async () => {
-  const { m, endpoint, firstFailureMs } = await failingEndpointWithEvent();
+it('e-mails the merchant contact once after 24 hours of continuous failure, then disables at 3 days with the disable e-mail', async () => {
+  const { m, p, endpoint, firstFailureMs } = await failingEndpointWithEvent();
+  const waiting = await sendTest(m.secretKey, endpoint.id); // a second event waits too
+  await deliveriesAtLeast(m.secretKey, waiting, 1);
+  await skipTo(firstFailureMs, NOTIFY_AFTER_FAILING_MS - MINUTE);
+  expect(await emailsTo(m.contactEmail)).toEqual([]);
+
+  await stack.env.sleep('2 minutes');
+  const [notice] = await until(
+    () => emailsTo(m.contactEmail),
+    (e) => e.length > 0,
+    'the failing e-mail',
+  );
+  const { display_name: name } = await stack.db('merchants').where({ id: m.merchantId }).first();
+  const since = new Date(firstFailureMs).toISOString();
+  const disableAt = new Date(firstFailureMs + DISABLE_AFTER_FAILING_MS).toISOString();
+  expect(notice.subject).toBe(`Webhook endpoint failing: ${endpoint.url}`);
+  expect(notice.body).toBe(
+    [
+      `Hello ${name},`,
+      '',
+      `Every delivery to your test webhook endpoint ${endpoint.id} (${endpoint.url}) has failed`,
+      `since ${since}. The last error: http_503.`,
+      '2 events are waiting for it; each is retried on its schedule.',
+      '',
+      `Unless a delivery succeeds first, the endpoint will be disabled at ${disableAt}.`,
+      'GET /v1/events/{id} shows each attempt with what your endpoint answered and how long it took;',
+      'GET /v1/events?delivery_success=false lists the events it has not received.',
+    ].join('\n'),
+  );
+  expect(receiver.requests.filter((r) => r.path === p).length).toBeGreaterThan(2); // retries kept failing
+
   await skipTo(firstFailureMs, DISABLE_AFTER_FAILING_MS - MINUTE);
   expect(await readEndpoint(m.secretKey, endpoint.id)).toMatchObject({ status: 'enabled', disabled_reason: null });
-  expect(await emailsTo(m.contactEmail)).toEqual([]);
+  expect(await subjects(m.contactEmail)).toEqual([`Webhook endpoint failing: ${endpoint.url}`]);
 
   await stack.env.sleep('2 minutes');
   const disabled = await until(
@@ -106,28 +154,53 @@ it('disables an endpoint failing continuously for 3 days and e-mails the merchan
     'the disable',
   );
   expect(disabled.disabled_reason).toBe('delivery_failures');
-  const emails = await emailsTo(m.contactEmail);
-  expect(emails).toHaveLength(1);
-  expect(emails[0].subject).toBe(`Webhook endpoint disabled: ${endpoint.url}`);
-  expect(emails[0].body).toContain(endpoint.id);
+  const emails = await until(
+    () => emailsTo(m.contactEmail),
+    (e) => e.length >= 2,
+    'the disable e-mail',
+  );
+  expect(emails.map((e: { subject: string }) => e.subject)).toEqual([
+    `Webhook endpoint failing: ${endpoint.url}`,
+    `Webhook endpoint disabled: ${endpoint.url}`,
+  ]);
+  expect(emails[1].body).toContain(endpoint.id);
   await keepHistory(stack, endpoint.id, 'delivery/disabled-after-3-days');
+});
+
+it('sends no failing e-mail when a delivery succeeds within 24 hours; the next streak gets its own, once', async () => {
+  const { m, p, endpoint, firstFailureMs } = await failingEndpointWithEvent();
+  await skipTo(firstFailureMs, 20 * HOUR);
+  await oneSuccess(m.secretKey, p, endpoint.id);
+  const next = await sendTest(m.secretKey, endpoint.id);
+  const [restart] = await deliveriesAtLeast(m.secretKey, next, 1);
+  const restartMs = Date.parse(restart.delivered_at);
+
+  await skipTo(firstFailureMs, NOTIFY_AFTER_FAILING_MS + HOUR);
+  expect(await emailsTo(m.contactEmail)).toEqual([]);
+  await skipTo(restartMs, NOTIFY_AFTER_FAILING_MS - MINUTE);
+  expect(await emailsTo(m.contactEmail)).toEqual([]);
+
+  await skipTo(restartMs, NOTIFY_AFTER_FAILING_MS + MINUTE);
+  const [notice] = await until(
+    () => emailsTo(m.contactEmail),
+    (e) => e.length > 0,
+    'the failing e-mail of the new streak',
+  );
+  expect(notice.body).toContain(`since ${new Date(restartMs).toISOString()}.`);
+  await skipTo(restartMs, 2 * NOTIFY_AFTER_FAILING_MS);
+  expect(await subjects(m.contactEmail)).toEqual([`Webhook endpoint failing: ${endpoint.url}`]);
+  await keepHistory(stack, endpoint.id, 'delivery/failing-e-mail-after-success');
 });
 
 it('does not disable when one success interrupts the failures: the clock restarts at the next failure', async () => {
   const { m, p, endpoint, eventId, firstFailureMs } = await failingEndpointWithEvent();
   await skipTo(firstFailureMs, 2 * 24 * HOUR);
-  failing.delete(p);
-  const ok = await sendTest(m.secretKey, endpoint.id);
-  await until(
-    () => deliveries(m.secretKey, ok),
-    (d) => d[0]?.status_code === 200,
-    'the success',
-  );
-  failing.add(p);
+  await oneSuccess(m.secretKey, p, endpoint.id);
 
   await skipTo(firstFailureMs, DISABLE_AFTER_FAILING_MS + HOUR);
   expect((await readEndpoint(m.secretKey, endpoint.id)).status).toBe('enabled');
-  expect(await emailsTo(m.contactEmail)).toEqual([]);
+  // The first streak's 24-hour e-mail only: no disable e-mail.
+  expect(await subjects(m.contactEmail)).toEqual([`Webhook endpoint failing: ${endpoint.url}`]);
 
   // The first event's last attempt (after the success) failed: 3 days from it, the endpoint goes.
   const rows = await deliveries(m.secretKey, eventId);

@@ -1,5 +1,7 @@
 import type { Db } from '../../db/knex';
 import { log } from '../../lib/log';
+import { paymentAttempts, sessionsCompleted } from '../../telemetry/checkout';
+import { afterCommit } from '../../telemetry/metrics';
 import { PendingHandoff, recordHandoff } from '../../temporal/handoffs';
 import { recordEvent } from '../events';
 import type { SessionRow } from '../sessions/session-row';
@@ -118,6 +120,10 @@ export async function completeOffline(
       status: 'completed',
       by: 'cash on delivery',
     });
+    afterCommit(trx, () => {
+      paymentAttempts.inc({ mode: session.mode, method: attempt.method, outcome: 'succeeded' });
+      sessionsCompleted.inc({ mode: session.mode, payment_status: session.payment_status });
+    });
     return { attempt, session, handoff };
   });
 }
@@ -173,6 +179,8 @@ export async function settleAttempt(db: Db, input: SettleInput): Promise<SettleR
         updated_at: input.now,
       })
       .returning('*');
+    const outcome = attempt.failure_reason === 'timeout' ? 'timeout' : attempt.status;
+    afterCommit(trx, () => paymentAttempts.inc({ mode: attempt.mode, method: attempt.method, outcome }));
 
     const processing = trx('checkout_sessions').where({ id: attempt.session_id, status: 'processing' });
     const [session]: SessionRow[] = await (
@@ -194,6 +202,7 @@ export async function settleAttempt(db: Db, input: SettleInput): Promise<SettleR
     }
     const event = { merchantId: session.merchant_id, mode: session.mode, now: input.now };
     if (paid) {
+      afterCommit(trx, () => sessionsCompleted.inc({ mode: session.mode, payment_status: session.payment_status }));
       await recordEvent(trx, {
         ...event,
         type: 'checkout.session.completed',

@@ -1,3 +1,4 @@
+import { otp as otpCounter } from '../../telemetry/checkout';
 import { randomInt } from 'node:crypto';
 import { ApiError } from '../../http/errors';
 import { hit, WindowLimit } from '../../http/rate-limit';
@@ -130,6 +131,7 @@ export async function verifyOtp(deps: PublicDeps, scope: MerchantScope, code: st
       .increment('failed_attempts', 1)
       .returning('failed_attempts');
     if (!counted) throw otpLocked();
+    if (counted.failed_attempts === otpRules.maxWrongCodes) otpCounter.inc({ event: 'locked', reason: 'none' });
     const left = otpRules.maxWrongCodes - counted.failed_attempts;
     throw otpInvalid(`The code is wrong; ${left} ${left === 1 ? 'try' : 'tries'} left before the code is locked.`);
   }

@@ -1,3 +1,5 @@
+import { refunds } from '../../telemetry/checkout';
+import { afterCommit } from '../../telemetry/metrics';
 import type { Db } from '../../db/knex';
 import { recordEvent } from '../events';
 import type { SessionRow } from '../sessions/session-row';
@@ -29,6 +31,7 @@ export async function settleRefund(
       const current: RefundRow | undefined = await trx('refunds').where({ id: input.refundId }).first();
       return current ? { refund: current, changed: false } : null;
     }
+    afterCommit(trx, () => refunds.inc({ mode: refund.mode, outcome: refund.status }));
     if (succeeded) {
       const session: SessionRow = await trx('checkout_sessions').where({ id: refund.session_id }).forUpdate().first();
       const refunded = session.refunded_amount + refund.amount;

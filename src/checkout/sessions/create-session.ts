@@ -2,6 +2,7 @@ import type { Db } from '../../db/knex';
 import { ApiError, ErrorDetail } from '../../http/errors';
 import { canonicalJson, sha256Hex } from '../../lib/hash';
 import { newId, randomString } from '../../lib/ids';
+import { sessionsCreated } from '../../telemetry/checkout';
 import { handOff, Handoff, insertWithHandoff, PendingHandoff, recordHandoff } from '../../temporal/handoffs';
 import { LineItem, lineItemsTotal, minorUnitExponents } from '../money';
 import { methodsForMode } from '../payment-methods';
@@ -272,6 +273,7 @@ export async function createSession(deps: SessionDeps, scope: CreateScope, input
     if (inserted) pending.push(inserted.pending);
     result = inserted ? { session: inserted.row, created: true, replaced: null } : await db.transaction(reconcile);
   }
+  if (result.created) sessionsCreated.inc({ mode: scope.mode });
   await handOff(deps, pending);
   return result;
 }

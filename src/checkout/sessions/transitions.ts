@@ -1,4 +1,6 @@
 import { type Db, inTransaction } from '../../db/knex';
+import { countSessionClosed } from '../../telemetry/checkout';
+import { afterCommit } from '../../telemetry/metrics';
 import type { KeyMode } from '../../keys/keys';
 import { PendingHandoff, recordHandoff } from '../../temporal/handoffs';
 import { EventType, recordEvent } from '../events';
@@ -44,6 +46,7 @@ async function closeOpenSession(
       .update({ status: input.to, updated_at: input.now })
       .returning('*');
     if (closed) {
+      afterCommit(trx, () => countSessionClosed(input.to, closed.mode));
       await recordEvent(trx, {
         merchantId: closed.merchant_id,
         mode: closed.mode,

@@ -12,6 +12,7 @@ import { outboxCommands } from './outbox';
 import { partnerKeyCommands } from './partner-key';
 import { productCommands } from './product';
 import { sellerCommands } from './seller';
+import { statusCommands } from './status';
 import { stockCommands } from './stock';
 import { webhookEndpointCommands } from './webhook-endpoint';
 import { workflowCommands } from './workflow';
@@ -34,4 +35,5 @@ export const commands: CommandTable = {
   ...webhookEndpointCommands,
   ...demoCommands,
   ...workflowCommands,
+  ...statusCommands,
 };
