@@ -1,49 +1,87 @@
+import type { Knex } from 'knex';
 import type { Db } from '../src/db/knex';
 import { EVENT_RETENTION_MS } from '../src/checkout/events';
+import { type EventLogSweep, sweepEventLog } from '../src/checkout/event-log';
 import { janitorSchedule } from '../src/temporal/janitor';
 
 export interface SweepResult {
   idempotencyRecords: number;
   rateLimitWindows: number;
+  /** Events deleted row by row (only from the table kept from before the event log was partitioned). */
   events: number;
   /** SMS bodies (OTP codes) cleared. */
   smsBodies: number;
   /** Outbox rows deleted. */
   outboxMessages: number;
+  /** The event log's days: made ahead, dropped past retention. */
+  eventLog?: EventLogSweep;
+  /** `webhook_undelivered` rows deleted: those of events past retention (no foreign key takes them with their day). */
+  undeliveredRows?: number;
 }
 
-/** Janitor activities: retention sweeps, each an idempotent DELETE of rows past their age. */
+/** Rows one purge statement deletes at most: each statement's locks and WAL stay bounded however far behind the sweep is. */
+const PURGE_BATCH = 10_000;
+
+/**
+ * Deletes the rows of `table` matching `where`, PURGE_BATCH at a time (each batch a statement of
+ * its own, committed on its own), until none is left; returns how many.
+ */
+async function purge(db: Db, table: string, where: string, bindings: readonly Knex.RawBinding[]): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const { rowCount } = await db.raw(
+      `DELETE FROM ?? WHERE ctid = ANY (ARRAY(SELECT ctid FROM ?? WHERE ${where} LIMIT ${PURGE_BATCH}))`,
+      [table, table, ...bindings],
+    );
+    total += rowCount ?? 0;
+    if ((rowCount ?? 0) < PURGE_BATCH) return total;
+  }
+}
+
+/** Janitor activities: retention sweeps, each idempotent. */
 export function createJanitorActivities({ db }: { db: Db }) {
   return {
     /**
-     * Deletes idempotency records older than 24 h, rate-limit windows older than a day, events and
-     * outbox rows older than 30 days, and clears SMS bodies (OTP codes: sent, given up, test mode
-     * or never sent) 10 minutes after they were queued, as of `nowMs`: the workflow's time, so a
-     * time-skipping test moves it. A body is cleared only once it is 10 minutes old by the
-     * database's clock too, so a clock run ahead never takes a code a shopper is still typing.
-     * Hourly sweeps: a body is gone within 10 minutes and an hour (a sent one is masked at once).
+     * Deletes idempotency records older than 24 h, rate-limit windows older than a day and outbox
+     * rows older than 30 days in batches of PURGE_BATCH; drops the event log's days (events with
+     * their deliveries and queue rows) once wholly older than 30 days and makes the week ahead,
+     * deleting the undelivered-list rows of events past retention in batches of PURGE_BATCH; and
+     * clears SMS bodies (OTP codes: sent, given up, test mode or never sent) 10 minutes after
+     * they were queued, as of `nowMs`: the workflow's time, so a time-skipping test moves it. A
+     * body is cleared only once it is 10 minutes old by the database's clock too, so a clock run
+     * ahead never takes a code a shopper is still typing. Hourly sweeps: a body is gone within 10
+     * minutes and an hour (a sent one is masked at once).
      */
     async sweepRetention({ nowMs }: { nowMs: number }): Promise<SweepResult> {
       const now = nowMs;
-      const idempotencyRecords = await db('idempotency_records')
-        .where('created_at', '<', new Date(now - janitorSchedule.idempotencyRetentionMs))
-        .delete();
-      const rateLimitWindows = await db('rate_limit_windows')
-        .where('window_start', '<', new Date(now - janitorSchedule.rateLimitRetentionMs))
-        .delete();
-      const events = await db('events')
-        .where('created_at', '<', new Date(now - EVENT_RETENTION_MS))
-        .delete();
+      const idempotencyRecords = await purge(db, 'idempotency_records', 'created_at < ?', [
+        new Date(now - janitorSchedule.idempotencyRetentionMs),
+      ]);
+      const rateLimitWindows = await purge(db, 'rate_limit_windows', 'window_start < ?', [
+        new Date(now - janitorSchedule.rateLimitRetentionMs),
+      ]);
+      const eventLog = await sweepEventLog(db, now, now - EVENT_RETENTION_MS);
+      const undeliveredRows = await purge(db, 'webhook_undelivered', 'event_created_at < ?', [
+        new Date(now - EVENT_RETENTION_MS),
+      ]);
       const smsBodies = await db('outbox')
         .where({ kind: 'sms' })
         .whereNotNull('body')
         .where('created_at', '<', new Date(now - janitorSchedule.smsBodyRetentionMs))
         .where('created_at', '<', db.raw(`now() - ?::interval`, [`${janitorSchedule.smsBodyRetentionMs} milliseconds`]))
         .update({ body: null });
-      const outboxMessages = await db('outbox')
-        .where('created_at', '<', new Date(now - janitorSchedule.outboxRetentionMs))
-        .delete();
-      return { idempotencyRecords, rateLimitWindows, events, smsBodies, outboxMessages };
+      const outboxMessages = await purge(db, 'outbox', 'created_at < ?', [
+        new Date(now - janitorSchedule.outboxRetentionMs),
+      ]);
+      return {
+        idempotencyRecords,
+        rateLimitWindows,
+        events: eventLog.legacyEvents,
+        smsBodies,
+        outboxMessages,
+        eventLog,
+        undeliveredRows,
+      };
     },
   };
 }

@@ -8,13 +8,17 @@ import type { Knex } from 'knex';
  * never delivered there, kept by the transaction that records attempts; it serves
  * `GET /v1/events?delivery_success=false` from its (merchant, mode, event time, event) index
  * however long the event log grows. It is new and empty, so its indexes need no CONCURRENTLY.
+ * No foreign key to `events`: the event log is partitioned by day
+ * (20261125200000_partitioned_event_log), which leaves no unique id alone to point at, and a key
+ * made now would follow the old table into `events_legacy` and keep it from ever being dropped.
+ * The janitor deletes the rows of events past retention instead (by `event_created_at`).
  */
 export async function up(knex: Knex): Promise<void> {
   await knex.raw('ALTER TABLE event_deliveries ADD COLUMN duration_ms integer, ADD COLUMN response_body text');
   await knex.raw(`
     CREATE TABLE webhook_undelivered (
       endpoint_id text NOT NULL,
-      event_id text NOT NULL REFERENCES events (id) ON DELETE CASCADE,
+      event_id text NOT NULL,
       merchant_id text NOT NULL,
       mode text NOT NULL,
       event_created_at timestamptz(3) NOT NULL,
@@ -23,8 +27,10 @@ export async function up(knex: Knex): Promise<void> {
   await knex.raw(
     `CREATE INDEX webhook_undelivered_list ON webhook_undelivered (merchant_id, mode, event_created_at, event_id)`,
   );
-  // The cascade from the event log's purge finds an event's rows through this index.
+  // `delivery_success=true` asks whether an event has a row here through this index.
   await knex.raw(`CREATE INDEX webhook_undelivered_event ON webhook_undelivered (event_id)`);
+  // The janitor's purge of rows past retention reads the oldest through this index, in batches.
+  await knex.raw(`CREATE INDEX webhook_undelivered_event_time ON webhook_undelivered (event_created_at)`);
 }
 
 /** Forward-only: there is no down migration. */

@@ -18,6 +18,9 @@ import * as backlogGaugeIndexes from './20261125110000_backlog_gauge_indexes';
 import * as traceContext from './20261125115000_trace_context';
 import * as deliveryResponses from './20261125120000_delivery_responses';
 import * as failingNotice from './20261125120100_failing_notice';
+import * as partitionedEventLog from './20261125200000_partitioned_event_log';
+import * as hotTableStorage from './20261125201000_hot_table_storage';
+import * as variantCountsConstant from './20261125202000_variant_counts_constant';
 
 type Migration = {
   up(knex: Knex): Promise<void>;
@@ -47,6 +50,9 @@ const migrations: Array<[string, Migration]> = [
   ['20261125115000_trace_context', traceContext],
   ['20261125120000_delivery_responses', deliveryResponses],
   ['20261125120100_failing_notice', failingNotice],
+  ['20261125200000_partitioned_event_log', partitionedEventLog],
+  ['20261125201000_hot_table_storage', hotTableStorage],
+  ['20261125202000_variant_counts_constant', variantCountsConstant],
 ];
 
 /** A knex migration source over the static list, so migrations run the same under tsx, jest and node. */

@@ -1,7 +1,4 @@
-import { benchMetricsPorts } from './bench/metrics-ports';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { createDb, migrateLatest } from '../src/db/knex';
 import { checkoutScopes } from '../src/keys/scopes';
@@ -14,8 +11,8 @@ import { startHttpsReceiver, type ReceivedRequest } from '../test/helpers/https-
 import { databaseBackends, meterCpu } from './bench/cpu';
 import { startBenchEnvironment } from './bench/environment';
 import { percentile, table } from './bench/measure';
-import { startTsChild } from './bench/services';
-import { freePort, waitFor } from './processes';
+import { journeySessionBody } from './bench/sessions';
+import { benchServiceEnv, startWorkerAndApi } from './bench/services';
 
 /**
  * `npm run bench:journey`: whole checkout journeys of many merchants at once, through the real
@@ -99,38 +96,18 @@ async function main(): Promise<void> {
     env.onClose(() => db.destroy());
     await migrateLatest(db);
 
-    const apiPort = await freePort();
-    const baseUrl = `http://127.0.0.1:${apiPort}`;
+    const { baseUrl, serviceEnv: common } = await benchServiceEnv(env, 'journey', NAMESPACE);
     const serviceEnv: NodeJS.ProcessEnv = {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      DATABASE_URL: env.databaseUrl,
-      TEMPORAL_ADDRESS: env.temporalAddress,
-      TEMPORAL_NAMESPACE: NAMESPACE,
-      TEMPORAL_TASK_QUEUE: `bench-journey-${randomString(6)}`,
-      HOST: '127.0.0.1',
-      PORT: String(apiPort),
-      PUBLIC_BASE_URL: baseUrl,
+      ...common,
       // The receiver is on loopback with a self-signed certificate (for 127.0.0.1).
       WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
       WEBHOOK_EXTRA_CA_PATH: receiver.caPath,
-      ...(await benchMetricsPorts()),
       CHECKOUT_RATE_LIMIT_PER_SECOND: '1000000',
       // Each journey's browser sends its own X-Forwarded-For, so per-IP limits stay per shopper.
       TRUST_PROXY: '1',
-      LOG_LEVEL: 'warn',
       ...(process.env.BENCH_POOL ? { DATABASE_POOL_MAX: process.env.BENCH_POOL } : {}),
     };
-    const logs = mkdtempSync(join(tmpdir(), 'svc-bench-journey-logs-'));
-    env.onClose(async () => rmSync(logs, { recursive: true, force: true }));
-    log(`Starting the worker and the API as child processes (logs in ${logs})...`);
-    const worker = startTsChild('worker', 'src/main/worker.ts', serviceEnv, join(logs, 'worker.log'));
-    const api = startTsChild('API', 'src/main/api.ts', serviceEnv, join(logs, 'api.log'));
-    await waitFor(
-      `the API at ${baseUrl}`,
-      async () => (await fetch(`${baseUrl}/partner/v1/health`, { signal: AbortSignal.timeout(2000) })).status === 200,
-      { timeoutMs: 120_000, watched: [api, worker] },
-    );
+    const { worker, api } = await startWorkerAndApi(env, 'journey', serviceEnv, baseUrl, log);
 
     log(`Creating ${MERCHANTS} merchants, each with keys and a webhook endpoint...`);
     const merchants: Merchant[] = [];
@@ -209,18 +186,7 @@ async function main(): Promise<void> {
         'POST',
         201,
         { authorization: `Bearer ${m.secretKey}`, 'idempotency-key': `bench_${randomString(24)}` },
-        {
-          reference_id: `journey-${i}-${randomString(8)}`,
-          amount: 45000,
-          currency: 'IQD',
-          line_items: [
-            { label: 'Shirt', amount: 21000, quantity: 2, type: 'charge' },
-            { label: 'Delivery', amount: 3000, type: 'shipping' },
-          ],
-          payment_method_types: ['test'],
-          collect: { phone: 'none', name: 'optional', shipping_address: 'none' },
-          success_url: 'https://shop.example.com/done',
-        },
+        journeySessionBody(`journey-${i}-${randomString(8)}`),
       );
       const webhook = new Promise<number>((resolve) => {
         const at = early.get(session.id);

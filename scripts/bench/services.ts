@@ -1,5 +1,10 @@
-import { closeSync, openSync } from 'node:fs';
-import { type Child, repoRoot, startChild } from '../processes';
+import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomString } from '../../src/lib/ids';
+import { type Child, freePort, repoRoot, startChild, waitFor } from '../processes';
+import type { BenchEnvironment } from './environment';
+import { benchMetricsPorts } from './metrics-ports';
 
 /**
  * A child process running `entry` (a TypeScript file under the repository, such as
@@ -23,4 +28,57 @@ export function startTsChild(
   );
   closeSync(out);
   return child;
+}
+
+/**
+ * What a benchmark's worker and API share: the bench's Postgres and Temporal (`namespace`, a task
+ * queue of their own), the API on a free loopback port at `baseUrl`, metrics on free ports,
+ * warnings only in the logs; the benchmark adds its own settings.
+ */
+export async function benchServiceEnv(
+  bench: BenchEnvironment,
+  name: string,
+  namespace: string,
+): Promise<{ baseUrl: string; serviceEnv: NodeJS.ProcessEnv }> {
+  const apiPort = await freePort();
+  const baseUrl = `http://127.0.0.1:${apiPort}`;
+  const serviceEnv: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    DATABASE_URL: bench.databaseUrl,
+    TEMPORAL_ADDRESS: bench.temporalAddress,
+    TEMPORAL_NAMESPACE: namespace,
+    TEMPORAL_TASK_QUEUE: `bench-${name}-${randomString(6)}`,
+    HOST: '127.0.0.1',
+    PORT: String(apiPort),
+    PUBLIC_BASE_URL: baseUrl,
+    ...(await benchMetricsPorts()),
+    LOG_LEVEL: 'warn',
+  };
+  return { baseUrl, serviceEnv };
+}
+
+/**
+ * The worker and the API (`src/main/worker.ts`, `src/main/api.ts`, as `npm run worker` and `npm run
+ * api` start them) as child processes with `env`, their logs in a temporary folder removed with
+ * `bench`; resolves once the API answers its health check at `baseUrl`.
+ */
+export async function startWorkerAndApi(
+  bench: BenchEnvironment,
+  name: string,
+  env: NodeJS.ProcessEnv,
+  baseUrl: string,
+  log: (line: string) => void,
+): Promise<{ worker: Child; api: Child }> {
+  const logs = mkdtempSync(join(tmpdir(), `svc-bench-${name}-logs-`));
+  bench.onClose(async () => rmSync(logs, { recursive: true, force: true }));
+  log(`Starting the worker and the API as child processes (logs in ${logs})...`);
+  const worker = startTsChild('worker', 'src/main/worker.ts', env, join(logs, 'worker.log'));
+  const api = startTsChild('API', 'src/main/api.ts', env, join(logs, 'api.log'));
+  await waitFor(
+    `the API at ${baseUrl}`,
+    async () => (await fetch(`${baseUrl}/partner/v1/health`, { signal: AbortSignal.timeout(2000) })).status === 200,
+    { timeoutMs: 120_000, watched: [api, worker] },
+  );
+  return { worker, api };
 }

@@ -46,7 +46,18 @@ export async function newestFirst<T>(
     ])
     .limit(limit + 1);
   const past = order === 'desc' ? '<' : '>';
-  if (after) query.andWhereRaw(`(??, ??) ${past} (?::timestamptz, ?)`, [time, id, after.createdAt, after.id]);
+  // The bound on the time alone says the same again in a form Postgres prunes partitions by
+  // (the event log's days); a row comparison it does not.
+  if (after) {
+    query.andWhereRaw(`?? ${past}= ?::timestamptz AND (??, ??) ${past} (?::timestamptz, ?)`, [
+      time,
+      after.createdAt,
+      time,
+      id,
+      after.createdAt,
+      after.id,
+    ]);
+  }
   const rows: T[] = await query;
   return { rows: rows.slice(0, limit), hasMore: rows.length > limit };
 }

@@ -1,6 +1,7 @@
+import type { Knex } from 'knex';
 import type { Db } from '../db/knex';
 import type { KeyMode } from '../keys/keys';
-import { newId } from '../lib/ids';
+import { idTime, newId } from '../lib/ids';
 import { isObjectId } from './ids';
 import { type Keyset, newestFirst } from './cursor';
 import { currentTraceparent } from '../telemetry/propagation';
@@ -18,7 +19,11 @@ export const eventTypes = [
 ] as const;
 export type EventType = (typeof eventTypes)[number];
 
-/** How long the event log keeps events. */
+/** Where an event's created_at is looked for first, around its id's time (see getEvent). */
+const ID_TIME_BEFORE_MS = 24 * 60 * 60 * 1000;
+const ID_TIME_AFTER_MS = 60 * 60 * 1000;
+
+/** How long the event log keeps events (at least: a day goes once it is wholly older). */
 export const EVENT_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
 
 export interface EventRow {
@@ -71,6 +76,15 @@ export function eventOut(row: EventRow) {
   };
 }
 
+/** The retention cutoff the janitor moves hourly (src/checkout/event-log.ts), as SQL. */
+const cutoff = (db: Db) => db.raw('(SELECT cutoff FROM event_log_retention)');
+
+/**
+ * Events the log still shows: created at or after the retention cutoff; storage goes a whole day
+ * later, with its partition.
+ */
+const retained = (db: Db) => (q: Knex.QueryBuilder) => q.where('created_at', '>=', cutoff(db));
+
 /** How `GET /events` pages through the merchant's events. */
 export interface EventListOptions {
   type?: string;
@@ -89,7 +103,7 @@ export interface EventListOptions {
  */
 export async function listEvents(db: Db, scope: { merchantId: string; mode: KeyMode }, opts: EventListOptions) {
   if (opts.deliverySuccess === false) return listUndelivered(db, scope, opts);
-  const query = db('events').where({ merchant_id: scope.merchantId, mode: scope.mode });
+  const query = db('events').where({ merchant_id: scope.merchantId, mode: scope.mode }).where(retained(db));
 
   if (opts.type !== undefined) query.andWhere({ type: opts.type });
   if (opts.since !== undefined) query.andWhere('created_at', '>=', opts.since);
@@ -107,6 +121,8 @@ async function listUndelivered(db: Db, scope: { merchantId: string; mode: KeyMod
   const undelivered = db('webhook_undelivered')
     .distinct('event_created_at', 'event_id')
     .where({ merchant_id: scope.merchantId, mode: scope.mode })
+    // Rows of events past retention go in the janitor's next sweep; hidden from the cutoff on.
+    .andWhere('event_created_at', '>=', cutoff(db))
     .orderBy([
       { column: 'event_created_at', order },
       { column: 'event_id', order },
@@ -114,7 +130,8 @@ async function listUndelivered(db: Db, scope: { merchantId: string; mode: KeyMod
   if (opts.since !== undefined) undelivered.andWhere('event_created_at', '>=', opts.since);
   const query = db
     .from(undelivered.as('u'))
-    .join('events as e', 'e.id', 'u.event_id')
+    // On the event's time too: each row's lookup then reads only its day's partition.
+    .join('events as e', (j) => j.on('e.id', 'u.event_id').andOn('e.created_at', 'u.event_created_at'))
     .select('e.*')
     .where({ 'e.merchant_id': scope.merchantId, 'e.mode': scope.mode });
   if (opts.type !== undefined) query.andWhere('e.type', opts.type);
@@ -128,5 +145,16 @@ export async function getEvent(
   id: string,
 ): Promise<EventRow | null> {
   if (!isObjectId(id)) return null;
-  return (await db('events').where({ id, merchant_id: scope.merchantId, mode: scope.mode }).first()) ?? null;
+  const query = () => db('events').where({ id, merchant_id: scope.merchantId, mode: scope.mode }).where(retained(db));
+  // The id's clock part is when it was made, close after the event's created_at (the transition's
+  // time): looking there first reads one or two daily partitions. An id whose time is far off (or
+  // not ours) is looked up in every partition.
+  const madeAt = idTime(id);
+  if (madeAt !== null) {
+    const near = await query()
+      .whereBetween('created_at', [new Date(madeAt - ID_TIME_BEFORE_MS), new Date(madeAt + ID_TIME_AFTER_MS)])
+      .first();
+    if (near) return near;
+  }
+  return (await query().first()) ?? null;
 }

@@ -54,6 +54,15 @@ export function timeOrderedBody(now = Date.now()): string {
   return base32(ms, 10) + base32(sequence, SEQUENCE_DIGITS) + randomString(RANDOM_DIGITS, CROCKFORD);
 }
 
+/** The millisecond time in an id made by newId (its body's first 10 characters), or null for another string. */
+export function idTime(id: string): number | null {
+  const body = id.slice(-28);
+  if (id.length < 29 || !/^[0-9a-hjkmnp-tv-z]{28}$/.test(body)) return null;
+  let ms = 0;
+  for (const c of body.slice(0, 10)) ms = ms * 32 + CROCKFORD.indexOf(c);
+  return ms;
+}
+
 export type Mode = 'live' | 'test';
 
 /** A new prefixed id: `newId('sel')` → `sel_…`; with a mode, `newId('cs', 'test')` → `cs_test_…`. */

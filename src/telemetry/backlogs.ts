@@ -24,8 +24,9 @@ const unsentOutbox = (kind: 'sms' | 'email') =>
 /**
  * One statement, each part served by an index (EXPLAIN in test/integration/telemetry-backlogs.test.ts):
  * counts walk only the pending entries of a partial index, up to BACKLOG_COUNT_CAP; ages read the
- * first entry of one (webhook_queue_pending_due, outbox_unsent, the handoffs' primary key). A claimed
- * row's next_attempt_at is its lease's end, so a delivery being sent is not due.
+ * first entry of one (webhook_queue_pending_due, one per day of the partitioned queue, merged in
+ * order; outbox_unsent; the handoffs' primary key). A claimed row's next_attempt_at is its lease's
+ * end, so a delivery being sent is not due.
  */
 export const BACKLOG_STATEMENT = `SELECT
   (SELECT count(*) FROM (SELECT 1 FROM webhook_queue WHERE status = 'pending' LIMIT ${BACKLOG_COUNT_CAP}) w) AS webhook_pending,

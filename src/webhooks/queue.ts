@@ -87,12 +87,12 @@ export async function claimDue(
 ): Promise<ClaimedRow[]> {
   const { rows } = await db.raw(
     `WITH held AS (
-       SELECT ctid FROM webhook_queue
+       SELECT tableoid, ctid FROM webhook_queue
         WHERE claim = ? AND endpoint_id = ? AND status = 'pending'
         LIMIT ?
         FOR UPDATE
      ), due AS (
-       SELECT ctid FROM webhook_queue
+       SELECT tableoid, ctid FROM webhook_queue
         WHERE endpoint_id = ? AND status = 'pending' AND next_attempt_at <= ?
         ORDER BY next_attempt_at
         LIMIT ?
@@ -101,9 +101,12 @@ export async function claimDue(
        SELECT * FROM held UNION SELECT * FROM due LIMIT ?
      ), claimed AS (
        -- By the locked rows' tuple ids: a join on the key lets a stale row estimate (the queue
-       -- grows fast) plan a walk over every pending row of the endpoint.
+       -- grows fast) plan a walk over every pending row of the endpoint. A tuple id names a row
+       -- within one partition only, so the pair with the partition's oid is what matches.
        UPDATE webhook_queue q SET claim = ?, next_attempt_at = ?, updated_at = now()
-        WHERE q.ctid = ANY (ARRAY(SELECT ctid FROM picked)) AND q.endpoint_id = ? AND q.status = 'pending'
+        WHERE q.ctid = ANY (ARRAY(SELECT ctid FROM picked))
+          AND (q.tableoid, q.ctid) IN (SELECT tableoid, ctid FROM picked)
+          AND q.endpoint_id = ? AND q.status = 'pending'
        RETURNING q.event_id, q.generation, q.attempt_no
      )
      -- No wait for the WAL flush: a claim lost in a crash only makes its rows due again (their

@@ -1,0 +1,278 @@
+import { readFileSync } from 'node:fs';
+import { Client } from 'pg';
+import { createJanitorActivities } from '../../activities/janitor';
+import { getEvent, listEvents } from '../../src/checkout/events';
+import { createDb, type Db } from '../../src/db/knex';
+import { randomString, timeOrderedBody } from '../../src/lib/ids';
+import { createMerchant } from '../../src/ops/merchants';
+import { eventDeliveries } from '../../src/webhooks/deliveries';
+import { RunEnv, runEnvFile } from '../helpers/run-env';
+
+/**
+ * The event log by day (migrations/20261125200000_partitioned_event_log.ts, src/checkout/event-log.ts):
+ * a sweep drops the days past retention whole with their deliveries and queue rows, keeps the
+ * recent ones readable, keeps a week of days ahead, and is harmless twice or late; the forward
+ * migration of a log with events keeps every event, delivery and queue row readable.
+ */
+const DAY = 24 * 60 * 60 * 1000;
+const run: RunEnv = JSON.parse(readFileSync(runEnvFile(), 'utf8'));
+
+// Ids whose clock part is their event's time, as newId makes them (made first: ids only go forward).
+const NOW = Date.now();
+const idAt = (ms: number) => `evt_test_${timeOrderedBody(ms)}`;
+const ages = { '31 days': 31 * DAY, '29 days': 29 * DAY, yesterday: DAY, today: 60_000 } as const;
+const ids = Object.fromEntries(
+  Object.entries(ages)
+    .sort(([, a], [, b]) => b - a)
+    .map(([label, age]) => [label, idAt(NOW - age)]),
+) as Record<keyof typeof ages, string>;
+
+const utcDayName = (ms: number) => new Date(ms).toISOString().slice(0, 10).replace(/-/g, '');
+
+/** Writes one event of `merchantId` at `at`, with a delivery and a delivered queue row, as the app does. */
+async function writeEvent(db: Db, merchantId: string, id: string, at: Date): Promise<void> {
+  await db('events').insert({
+    id,
+    merchant_id: merchantId,
+    mode: 'test',
+    type: 'checkout.session.completed',
+    data_object: JSON.stringify({ id: `cs_test_${id.slice(-6)}`, object: 'checkout.session' }),
+    created_at: at,
+    dispatched_at: at,
+  });
+  await db('event_deliveries').insert({
+    event_id: id,
+    endpoint_id: 'we_test_log',
+    generation: 0,
+    attempt_no: 1,
+    merchant_id: merchantId,
+    mode: 'test',
+    status_code: 200,
+    delivered_at: at,
+  });
+  await db('webhook_queue').insert({
+    event_id: id,
+    endpoint_id: 'we_test_log',
+    generation: 0,
+    status: 'delivered',
+    next_attempt_at: null,
+  });
+}
+
+/** Lists the event as undelivered at an endpoint, as a failed attempt does (src/webhooks/attempts.ts). */
+async function writeUndelivered(db: Db, merchantId: string, id: string, at: Date): Promise<void> {
+  await db('webhook_undelivered').insert({
+    event_id: id,
+    endpoint_id: 'we_test_log',
+    merchant_id: merchantId,
+    mode: 'test',
+    event_created_at: at,
+  });
+}
+
+/** The ids of the merchant's `delivery_success=false` list, and of its `webhook_undelivered` rows. */
+async function undelivered(db: Db, merchantId: string) {
+  const page = await listEvents(db, { merchantId, mode: 'test' }, { deliverySuccess: false, limit: 100 });
+  const rows = await db('webhook_undelivered').where({ merchant_id: merchantId }).orderBy('event_id');
+  return { listed: page.rows.map((r) => r.id), rows: rows.map((r: { event_id: string }) => r.event_id) };
+}
+
+/** Whether the event reads back by id (with its delivery), in the merchant's list, and has its queue row. */
+async function readable(db: Db, merchantId: string, id: string) {
+  const scope = { merchantId, mode: 'test' as const };
+  const event = await getEvent(db, scope, id);
+  const page = await listEvents(db, scope, { limit: 100 });
+  return {
+    byId: event?.id === id,
+    inList: page.rows.some((r) => r.id === id),
+    deliveries: (await eventDeliveries(db, id)).length,
+    queued: (await db('webhook_queue').where({ event_id: id })).length,
+  };
+}
+
+/**
+ * Sweeps as of `nowMs`, and again (as the next hourly sweep would) while a partition's DDL found
+ * its lock taken: the run's other files read and write the shared event log meanwhile.
+ */
+async function sweepSettled(sweep: ReturnType<typeof createJanitorActivities>, nowMs: number) {
+  for (let i = 0; ; i++) {
+    const result = await sweep.sweepRetention({ nowMs });
+    if (result.eventLog?.lockTimeouts === 0 || i === 20) return result;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+/**
+ * Whether the UTC day of `ms` has its partitions in all three tables, or is held by the DEFAULT
+ * partition: events of the run's other files whose workflows skip days ahead land there before the
+ * day is made, and the day then goes on without partitions of its own (src/checkout/event-log.ts).
+ */
+async function dayMade(db: Db, ms: number): Promise<boolean> {
+  const day = utcDayName(ms);
+  const tables = [`events_d${day}`, `event_deliveries_d${day}_live`, `webhook_queue_d${day}_test`];
+  const made = await Promise.all(tables.map((table) => exists(db, table)));
+  if (made.every(Boolean)) return true;
+  const start = new Date(Math.floor(ms / DAY) * DAY);
+  const held = await db('events_default')
+    .where('created_at', '>=', start)
+    .andWhere('created_at', '<', new Date(start.getTime() + DAY))
+    .first('id');
+  return made.every((m) => !m) && held !== undefined;
+}
+
+const present = { byId: true, inList: true, deliveries: 1, queued: 1 };
+const gone = { byId: false, inList: false, deliveries: 0, queued: 0 };
+const exists = async (db: Db, table: string) =>
+  (await db.raw('SELECT to_regclass(?) IS NOT NULL AS present', [table])).rows[0].present as boolean;
+
+describe('on a partitioned database', () => {
+  let db: Db;
+  let merchantId: string;
+  beforeAll(async () => {
+    db = createDb(run.databaseUrl, 2);
+    ({ merchant_id: merchantId } = await createMerchant(db, {
+      name: `Event log ${randomString(6)}`,
+      returnHosts: ['shop.example.com'],
+      methods: ['test'],
+      testMerchant: true,
+    }));
+    // The run's database is shared with other files whose janitors sweep ahead of time: the day
+    // 31 days ago is made again here if one dropped it.
+    await db.raw('SELECT event_log_ensure_day(?::date)', [new Date(NOW - 31 * DAY).toISOString().slice(0, 10)]);
+    for (const [label, id] of Object.entries(ids)) {
+      await writeEvent(db, merchantId, id, new Date(NOW - ages[label as keyof typeof ages]));
+    }
+    for (const label of ['31 days', 'today'] as const) {
+      await writeUndelivered(db, merchantId, ids[label], new Date(NOW - ages[label]));
+    }
+  });
+  afterAll(() => db.destroy());
+
+  it('drops the days past retention whole, keeps the recent ones readable, and a week ahead made', async () => {
+    const sweep = createJanitorActivities({ db });
+    await sweepSettled(sweep, NOW);
+
+    expect(await readable(db, merchantId, ids['31 days'])).toEqual(gone);
+    for (const label of ['29 days', 'yesterday', 'today'] as const) {
+      expect([label, await readable(db, merchantId, ids[label])]).toEqual([label, present]);
+    }
+    expect(await exists(db, `events_d${utcDayName(NOW - 31 * DAY)}`)).toBe(false);
+    // No foreign key takes an event's undelivered rows with its day: the sweep deletes them.
+    expect(await undelivered(db, merchantId)).toEqual({ listed: [ids.today], rows: [ids.today] });
+    // Tomorrow's day exists long before midnight, in all three tables, and so does the week after.
+    for (const ahead of [1, 7]) expect([ahead, await dayMade(db, NOW + ahead * DAY)]).toEqual([ahead, true]);
+
+    // Twice: nothing more to do. Late (the janitor down for two days): the days it missed go, the rest stay.
+    const again = await sweep.sweepRetention({ nowMs: NOW });
+    expect(again.eventLog).toEqual({
+      daysCreated: 0,
+      partitionsDropped: 0,
+      legacyEvents: 0,
+      legacyDropped: false,
+      lockTimeouts: 0,
+    });
+    const late = await sweepSettled(sweep, NOW + 2 * DAY);
+    expect([late.eventLog?.lockTimeouts, await dayMade(db, NOW + 9 * DAY)]).toEqual([0, true]);
+    expect(await readable(db, merchantId, ids['29 days'])).toEqual(gone);
+    for (const label of ['yesterday', 'today'] as const) {
+      expect([label, await readable(db, merchantId, ids[label])]).toEqual([label, present]);
+    }
+  });
+});
+
+describe('the forward migration', () => {
+  const name = `svc_test_evlog_${randomString(8).toLowerCase()}`;
+  let admin: Client;
+  let db: Db;
+  beforeAll(async () => {
+    admin = new Client({ connectionString: run.adminUrl });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${name}`);
+    const url = new URL(run.adminUrl);
+    url.pathname = `/${name}`;
+    db = createDb(url.toString(), 2);
+  });
+  afterAll(async () => {
+    await db.destroy();
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await admin.end();
+  });
+
+  it('keeps every event, delivery and queue row of a log with events readable, and new ones land in days', async () => {
+    // The schema as it was before, with events of the last 30 days.
+    for (;;) {
+      const [, applied] = await db.migrate.up();
+      if (applied.some((m: string) => m.startsWith('20261124170000'))) break;
+    }
+    const { merchant_id: merchantId } = await createMerchant(db, {
+      name: 'Before the cut-over',
+      returnHosts: ['shop.example.com'],
+      methods: ['test'],
+      testMerchant: true,
+    });
+    for (const label of ['29 days', 'yesterday', 'today'] as const) {
+      await writeEvent(db, merchantId, ids[label], new Date(NOW - ages[label]));
+    }
+
+    await db.migrate.latest();
+    for (const label of ['29 days', 'yesterday'] as const) {
+      await writeUndelivered(db, merchantId, ids[label], new Date(NOW - ages[label]));
+    }
+    expect((await undelivered(db, merchantId)).listed).toEqual([ids.yesterday, ids['29 days']]);
+    expect(
+      (
+        await db.raw(
+          `SELECT c.relname FROM pg_partitioned_table p JOIN pg_class c ON c.oid = p.partrelid
+            WHERE c.relname IN ('events', 'event_deliveries', 'webhook_queue') ORDER BY 1`,
+        )
+      ).rows.map((r: { relname: string }) => r.relname),
+    ).toEqual(['event_deliveries', 'events', 'webhook_queue']);
+    for (const label of ['29 days', 'yesterday', 'today'] as const) {
+      expect([label, await readable(db, merchantId, ids[label])]).toEqual([label, present]);
+    }
+
+    // Written afterwards: an event now (before the cut-over day: the old table), one in three days
+    // (a daily partition), and another delivery of an old event.
+    const later = `evt_test_${timeOrderedBody(NOW + 3 * DAY)}`;
+    await writeEvent(db, merchantId, `evt_test_${timeOrderedBody()}`, new Date());
+    await writeEvent(db, merchantId, later, new Date(NOW + 3 * DAY));
+    const row = await db('events').where({ id: later }).first('tableoid');
+    expect((await db.raw('SELECT ?::regclass::text AS t', [row.tableoid])).rows[0].t).toBe(
+      `events_d${utcDayName(NOW + 3 * DAY)}`,
+    );
+    await db('event_deliveries').insert({
+      event_id: ids['29 days'],
+      endpoint_id: 'we_test_log',
+      generation: 0,
+      attempt_no: 2,
+      merchant_id: merchantId,
+      mode: 'test',
+    });
+    expect(await eventDeliveries(db, ids['29 days'])).toHaveLength(2);
+
+    // Past the API's cutoff, an event is no longer listed as undelivered, even before the sweep
+    // deletes its row.
+    await db('event_log_retention').update({ cutoff: new Date(NOW - 29 * DAY + 1) });
+    expect(await undelivered(db, merchantId)).toEqual({
+      listed: [ids.yesterday],
+      rows: [ids['29 days'], ids.yesterday],
+    });
+
+    // The janitor purges the old table row by row until nothing can land there, then drops it.
+    const sweep = createJanitorActivities({ db });
+    const first = await sweep.sweepRetention({ nowMs: NOW + 2 * DAY });
+    expect(first.events).toBe(1); // 29 days + 2 > 30
+    expect(first.undeliveredRows).toBe(1);
+    expect(await undelivered(db, merchantId)).toEqual({ listed: [ids.yesterday], rows: [ids.yesterday] });
+    expect(await readable(db, merchantId, ids['29 days'])).toEqual(gone);
+    expect(await readable(db, merchantId, ids.yesterday)).toEqual(present);
+    expect(await exists(db, 'events_legacy')).toBe(true);
+    const done = await sweep.sweepRetention({ nowMs: NOW + 33 * DAY });
+    expect(done.eventLog?.legacyDropped).toBe(true);
+    expect(done.undeliveredRows).toBe(1);
+    expect(await exists(db, 'events_legacy')).toBe(false);
+    expect(await exists(db, 'webhook_queue_legacy')).toBe(false);
+    expect(await exists(db, 'events_default')).toBe(true); // the catch-all the legacy table was
+    expect(await readable(db, merchantId, later)).toEqual(present);
+  });
+});
