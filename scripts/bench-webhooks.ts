@@ -73,8 +73,8 @@ const BACKLOG_IN_FLIGHT = Number(process.env.BENCH_BACKLOG_IN_FLIGHT ?? 100);
 /** The backlog workflow's history bound: low, so that it continues as new several times while it waits. */
 const BACKLOG_HISTORY_LIMIT = 300;
 /** BENCH_TELEMETRY=compare: events per measured burst and rounds per side. */
-const COMPARE_EVENTS = Number(process.env.BENCH_COMPARE_EVENTS ?? 1000);
-const COMPARE_ROUNDS = Number(process.env.BENCH_COMPARE_ROUNDS ?? 2);
+const COMPARE_EVENTS = Number(process.env.BENCH_COMPARE_EVENTS ?? 2000);
+const COMPARE_ROUNDS = Number(process.env.BENCH_COMPARE_ROUNDS ?? 3);
 const STRICT = process.env.BENCH_STRICT === '1';
 const NAMESPACE = 'default';
 const DELIVERY_DEADLINE_MS = 15 * 60_000;
