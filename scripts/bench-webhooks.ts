@@ -1,3 +1,8 @@
+import { trace } from '@opentelemetry/api';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { Resource } from '@opentelemetry/resources';
+import { BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler } from '@opentelemetry/sdk-trace-base';
+import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { benchMetricsPorts } from './bench/metrics-ports';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -22,6 +27,7 @@ import { databaseBackends, meterCpu } from './bench/cpu';
 import { connectStack, startBenchEnvironment } from './bench/environment';
 import { percentile, runClosedLoop, table } from './bench/measure';
 import { startTsChild } from './bench/services';
+import { compareTelemetry, SAMPLED, startOtlpSink } from './bench/telemetry';
 import { waitFor } from './processes';
 
 /**
@@ -47,6 +53,10 @@ import { waitFor } from './processes';
  * Prints a target column; with BENCH_STRICT=1 exits 1 when one is missed. Sizes: BENCH_EVENTS,
  * BENCH_ENDPOINTS, BENCH_PRODUCERS, BENCH_WARMUP, BENCH_PACED_EVENTS, BENCH_PACED_RATE,
  * BENCH_HOT_RATE, BENCH_HOT_SECONDS, BENCH_BACKLOG (0 skips part 4), BENCH_BACKLOG_IN_FLIGHT.
+ * BENCH_TELEMETRY=compare then runs the burst again (BENCH_COMPARE_EVENTS, BENCH_COMPARE_ROUNDS a
+ * side) with the worker restarted for each round, telemetry off and on in turn; the events are
+ * committed in root spans of this process sampled at the same 10 %, so a sampled event is traced
+ * through the worker to its POSTs.
  */
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 5000);
@@ -62,6 +72,9 @@ const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 200_000);
 const BACKLOG_IN_FLIGHT = Number(process.env.BENCH_BACKLOG_IN_FLIGHT ?? 100);
 /** The backlog workflow's history bound: low, so that it continues as new several times while it waits. */
 const BACKLOG_HISTORY_LIMIT = 300;
+/** BENCH_TELEMETRY=compare: events per measured burst and rounds per side. */
+const COMPARE_EVENTS = Number(process.env.BENCH_COMPARE_EVENTS ?? 2000);
+const COMPARE_ROUNDS = Number(process.env.BENCH_COMPARE_ROUNDS ?? 3);
 const STRICT = process.env.BENCH_STRICT === '1';
 const NAMESPACE = 'default';
 const DELIVERY_DEADLINE_MS = 15 * 60_000;
@@ -539,6 +552,74 @@ async function main(): Promise<void> {
       return { runs, delivered, pending, drainMs, repeated: mine.length - delivered, refused };
     }
 
+    // BENCH_TELEMETRY=compare, last: the burst again in alternating rounds, the worker restarted
+    // for each with telemetry off (no metrics server, no tracing) or on (metrics served, traces to
+    // the sink at 10 %). A warm-up burst after each start keeps the start-up (and the endpoint
+    // workflows' move off the stopped worker's sticky queue) out of the measured one.
+    const compare = compareTelemetry ? await comparePart() : undefined;
+    async function comparePart() {
+      await worker.stop();
+      const sink = await startOtlpSink();
+      env.onClose(sink.close);
+      // The bench commits the events: each in a root span of its own, sampled as the worker's,
+      // so that a sampled event's trace (its row's traceparent) follows it through the worker.
+      const provider = new NodeTracerProvider({
+        resource: new Resource({ 'service.name': 'bench-webhooks-producer' }),
+        sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(SAMPLED) }),
+        spanProcessors: [
+          new BatchSpanProcessor(new OTLPTraceExporter({ url: `${sink.env.OTEL_EXPORTER_OTLP_ENDPOINT}/v1/traces` })),
+        ],
+      });
+      provider.register();
+      env.onClose(() => provider.shutdown());
+      const producer = trace.getTracer('bench-webhooks');
+      const sides = {
+        off: { ...serviceEnv, METRICS_PORT: 'off', WORKER_METRICS_PORT: 'off' },
+        on: { ...serviceEnv, ...(await benchMetricsPorts()), ...sink.env },
+      };
+      const results: Record<'off' | 'on', Array<{ deliveries: number; ms: number; cpuSec: number }>> = {
+        off: [],
+        on: [],
+      };
+      const checks = { repeated: 0, refused: 0 };
+      const commitTraced = (scope: { merchantId: string; mode: 'test' }) =>
+        producer.startActiveSpan('bench commit event', (span) => commit(scope).finally(() => span.end()));
+      const produceWith = async (side: 'off' | 'on', count: number) => {
+        const at = new Map<string, number>();
+        await runClosedLoop(count, PRODUCERS, async () => {
+          const event = await (side === 'on' ? commitTraced(main.scope) : commit(main.scope));
+          at.set(event.id, Date.now());
+        });
+        return at;
+      };
+      for (let round = 0; round < COMPARE_ROUNDS; round++) {
+        for (const side of round % 2 === 0 ? (['off', 'on'] as const) : (['on', 'off'] as const)) {
+          const logFile = join(logs, `worker-telemetry-${side}-${round}.log`);
+          const child = startTsChild(`worker, telemetry ${side}`, 'src/main/worker.ts', sides[side], logFile);
+          await waitFor(child.name, async () => readFileSync(logFile, 'utf8').includes('worker running'), {
+            timeoutMs: 180_000,
+            watched: [child],
+          });
+          await firstBytes(await produceWith(side, WARMUP), mainPaths);
+          receiver.requests.length = 0;
+          const cpu = await meterCpu({ worker: async () => [child.pid!] });
+          const started = Date.now();
+          const r = await firstBytes(await produceWith(side, COMPARE_EVENTS), mainPaths);
+          const [[, workerSec]] = await cpu.stop();
+          receiver.requests.length = 0;
+          checks.repeated += r.repeated;
+          checks.refused += r.refused;
+          const last = Math.max(...r.first.map((x) => x.at));
+          results[side].push({ deliveries: r.first.length, ms: last - started, cpuSec: workerSec });
+          log(`   round ${round + 1}, telemetry ${side}: ${rate((r.first.length / (last - started)) * 1000)}`);
+          await child.stop();
+        }
+      }
+      integrity('telemetry compare, every round', checks);
+      await provider.forceFlush();
+      return { results, sink };
+    }
+
     const version = (await apiDb.raw('SHOW server_version')).rows[0].server_version;
     log('');
     log(
@@ -547,6 +628,33 @@ async function main(): Promise<void> {
         ...rows.map((r) => [r.figure, r.value, r.floor, r.target, r.met === null ? '' : r.met ? 'yes' : 'NO']),
       ]),
     );
+    if (compare) {
+      // Pooled over the rounds: every delivery of a side over all its rounds' time (and CPU).
+      const sum = (side: 'off' | 'on', key: 'deliveries' | 'ms' | 'cpuSec') =>
+        compare.results[side].reduce((total, r) => total + r[key], 0);
+      const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
+      const perSecondOf = (side: 'off' | 'on') => (sum(side, 'deliveries') / sum(side, 'ms')) * 1000;
+      const cpuMsOf = (side: 'off' | 'on') => (sum(side, 'cpuSec') * 1000) / sum(side, 'deliveries');
+      const [offRate, onRate] = [perSecondOf('off'), perSecondOf('on')];
+      const [offCpu, onCpu] = [cpuMsOf('off'), cpuMsOf('on')];
+      log(
+        `\nTelemetry (the burst, ${COMPARE_EVENTS} events × ${ENDPOINTS} endpoints, rounds a side: ${COMPARE_ROUNDS}, ` +
+          `the worker restarted for each; "on": metrics served, traces over OTLP/HTTP, ${SAMPLED * 100} % of events sampled):`,
+      );
+      log(
+        table([
+          ['figure', 'telemetry off', 'telemetry on', 'cost'],
+          ['deliveries per second', rate(offRate), rate(onRate), pct(1 - onRate / offRate)],
+          ['worker CPU per delivery', `${offCpu.toFixed(2)} ms`, `${onCpu.toFixed(2)} ms`, pct(onCpu / offCpu - 1)],
+        ]),
+      );
+      const perRound = (side: 'off' | 'on') =>
+        compare.results[side].map((r) => rate((r.deliveries / r.ms) * 1000)).join(', ');
+      const { exports, bytes } = compare.sink.received();
+      log(
+        `Per round: off ${perRound('off')}; on ${perRound('on')}. OTLP sink: ${exports} exports, ${(bytes / 1024).toFixed(0)} KB.`,
+      );
+    }
     log(`\n${notes.join('\n')}`);
     log(
       `Node ${process.version}, Postgres ${version}, ${cpus().length} CPUs, load ${loadavg()
