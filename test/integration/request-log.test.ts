@@ -102,6 +102,13 @@ describe('the request line', () => {
       expect.objectContaining({ phone: '[redacted]', secret: '[redacted]', nested: { customer_token: '[redacted]' } }),
     );
   });
+
+  it('writes the line of a health probe at debug, so load balancers do not flood the log', async () => {
+    expect((await fetch(`${stack.baseUrl}/partner/v1/health`)).status).toBe(200);
+    expect(requestLines()).toEqual([
+      expect.objectContaining({ level: 'debug', route: '/partner/v1/health', status: 200 }),
+    ]);
+  });
 });
 
 describe('an error line', () => {
