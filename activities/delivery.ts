@@ -12,16 +12,16 @@ import {
   recordAttempts,
   recordCancelled,
   recordedAttempts,
-} from '../src/webhooks/attempts';
+} from '../src/webhooks/record';
 import type { EndpointRow } from '../src/webhooks/endpoint-row';
 import { adopt, advance, claimDue, ClaimedRow, enqueue, queueState, takePending } from '../src/webhooks/queue';
 import type { WebhookRuntime } from '../src/webhooks/runtime';
 import { DELIVERY_TIMEOUT_MS } from '../src/webhooks/schedule';
 import { inStoredTrace } from '../src/telemetry/propagation';
 import { deliveryAgent, postWebhook, SendResult } from '../src/webhooks/send';
-import { webhookHeaders } from '../src/webhooks/signing';
+import { webhookHeaders } from '../src/webhooks/sign';
 import { checkWebhookUrl, CheckedTarget, UrlCheck } from '../src/webhooks/url-safety';
-import type { QueueNotices } from '../src/webhooks/queue-notices';
+import type { QueueNotices } from '../src/webhooks/queue-announce';
 
 /** How long one `deliverDue` keeps taking newly due rows before it reports back to its workflow. */
 const DELIVER_DUE_BUDGET_MS = 2000;

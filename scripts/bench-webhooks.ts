@@ -18,7 +18,7 @@ import { setEndpointConcurrency } from '../src/ops/webhook-endpoints';
 import { DEFAULT_MAX_IN_FLIGHT, endpointDeliveryWorkflowType } from '../src/temporal/delivery';
 import type { WebhookDeps } from '../src/webhooks/deps';
 import { wakeEndpoint } from '../src/temporal/delivery';
-import { wakeTargets } from '../src/webhooks/dispatch';
+import { wakeTargets } from '../src/webhooks/route-and-wake';
 import { createEndpoint } from '../src/webhooks/endpoints';
 import { webhookRuntime } from '../src/webhooks/runtime';
 import { verify } from '../src/webhooks/verify';

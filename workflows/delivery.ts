@@ -9,7 +9,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { DeliveryActivities } from '../activities/delivery';
-import type { AttemptResult } from '../src/webhooks/attempts';
+import type { AttemptResult } from '../src/webhooks/record';
 import {
   deliverSignal,
   DeliveryWorkflowInput,
@@ -18,7 +18,7 @@ import {
   PendingDelivery,
   wakeSignal,
 } from '../src/temporal/delivery';
-import { DeliveryQueue } from '../src/webhooks/delivery-queue';
+import { DeliveryQueue } from '../src/webhooks/legacy-in-state-queue';
 import { DISABLE_AFTER_FAILING_MS } from '../src/webhooks/schedule';
 import type { endpointDeliveryWorkflow } from './delivery-endpoint';
 import { patches } from './patches';

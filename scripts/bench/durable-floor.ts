@@ -5,7 +5,7 @@ import type { KeyMode } from '../../src/keys/keys';
 import { newId } from '../../src/lib/ids';
 import { DELIVERY_TIMEOUT_MS } from '../../src/webhooks/schedule';
 import { deliveryAgent, postWebhook, SendResult } from '../../src/webhooks/send';
-import { webhookHeaders } from '../../src/webhooks/signing';
+import { webhookHeaders } from '../../src/webhooks/sign';
 import { runClosedLoop } from './measure';
 
 /**

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { DELIVERY_TIMEOUT_MS } from '../../src/webhooks/schedule';
 import { deliveryAgent, postWebhook } from '../../src/webhooks/send';
-import { webhookHeaders } from '../../src/webhooks/signing';
+import { webhookHeaders } from '../../src/webhooks/sign';
 import { runClosedLoop } from './measure';
 
 /**

@@ -21,7 +21,7 @@ import { expireSession } from './sessions/expire-session';
 import { fastForwardSession } from './sessions/fast-forward';
 import { getSession, listSessions } from './sessions/queries';
 import { sessionOut } from './sessions/session-row';
-import { eventDeliveries } from '../webhooks/deliveries';
+import { eventDeliveries } from '../webhooks/event-deliveries';
 import { servedCheckoutDocument } from '../openapi/routes';
 
 /**

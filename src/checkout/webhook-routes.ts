@@ -18,7 +18,7 @@ import {
 } from '../webhooks/endpoints';
 import { fastForwardEndpoint } from '../webhooks/fast-forward';
 import { redeliverEvent } from '../webhooks/redeliver';
-import { replayOut, replayWindow } from '../webhooks/replay';
+import { replayOut, replayWindow } from '../webhooks/replay-window';
 import { WebhookRuntime, webhookRuntime } from '../webhooks/runtime';
 import { endpointIn, endpointPatch, replayIn, testEventIn } from '../webhooks/schemas';
 import { sendTestEvent } from '../webhooks/test-event';

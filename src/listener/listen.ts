@@ -1,6 +1,6 @@
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { newSigningSecret, webhookHeaders } from '../webhooks/signing';
+import { newSigningSecret, webhookHeaders } from '../webhooks/sign';
 
 /**
  * The local webhook listener: follows a merchant's events through the Checkout API

@@ -1,3 +1,4 @@
+/** Dependencies of the webhook API services (Postgres, clock, Temporal, runtime) and the merchant scope they act in. */
 import type { Client } from '@temporalio/client';
 import type { Db } from '../db/knex';
 import type { KeyMode } from '../keys/keys';

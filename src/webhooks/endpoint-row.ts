@@ -1,3 +1,4 @@
+/** The `webhook_endpoints` row, its API object, and which event types an endpoint subscribes to. */
 import type { KeyMode } from '../keys/keys';
 
 /** A `webhook_endpoints` row. */

@@ -1,3 +1,4 @@
+/** Endpoint management: create, list, update, delete an endpoint and rotate its secret (the API side, no delivery). */
 import { ApiError } from '../http/errors';
 import { canonicalJson, sha256Hex } from '../lib/hash';
 import { newId } from '../lib/ids';
@@ -7,7 +8,7 @@ import { signalEndpointDeleted } from '../temporal/delivery';
 import type { EndpointRow } from './endpoint-row';
 import { ROTATION_OVERLAP_MS } from './schedule';
 import type { EndpointIn, EndpointPatch } from './schemas';
-import { newSigningSecret } from './signing';
+import { newSigningSecret } from './sign';
 import { checkWebhookUrl } from './url-safety';
 import type { WebhookRuntime } from './runtime';
 

@@ -1,6 +1,7 @@
+/** Fast-forward (test mode): moves an endpoint's retry and failure clocks earlier and wakes its workflow. */
 import { handOff, recordHandoff } from '../temporal/handoffs';
 import type { MerchantScope, WebhookDeps } from './deps';
-import { wakeTargets } from './dispatch';
+import { wakeTargets } from './route-and-wake';
 import type { EndpointRow } from './endpoint-row';
 import { endpointNotFound } from './endpoints';
 

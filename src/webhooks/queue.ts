@@ -1,6 +1,7 @@
+/** Queue and claim: the `webhook_queue` statements (enqueue, claim due rows, advance once recorded, cancel, state). */
 import type { Db } from '../db/knex';
 import type { EventRow } from '../checkout/events';
-import type { AttemptKey, AttemptResult } from './attempts';
+import type { AttemptKey, AttemptResult } from './record';
 
 /**
  * The webhook delivery queue in Postgres (`webhook_queue`): one row per (event, endpoint,

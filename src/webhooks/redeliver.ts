@@ -1,7 +1,8 @@
+/** Redeliver: queues one event again to its endpoints as a new generation, then wakes their workflows. */
 import { getEvent } from '../checkout/events';
 import { ApiError } from '../http/errors';
 import type { MerchantScope, WebhookDeps } from './deps';
-import { DispatchableEvent, endpointsFor, wakeAll, wakeTargets } from './dispatch';
+import { DispatchableEvent, endpointsFor, wakeAll, wakeTargets } from './route-and-wake';
 import { enqueue } from './queue';
 
 /** A new generation number: each redelivery and each replay queues its deliveries under its own. */

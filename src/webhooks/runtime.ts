@@ -1,3 +1,4 @@
+/** Runtime: what the webhook services and the send take from settings (secret key, resolver, allowed hosts, extra CAs). */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Settings } from '../config';

@@ -1,3 +1,4 @@
+/** Request schemas of the webhook routes (zod): endpoints, test events, replays. */
 import { z } from 'zod';
 import { eventTypes } from '../checkout/events';
 import { isStorableText, UNSTORABLE_ISSUE } from '../lib/text';

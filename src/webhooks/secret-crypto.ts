@@ -1,3 +1,4 @@
+/** Secrets at rest: AES-256-GCM encryption of signing secrets, bound to their endpoint id. */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 
 /** Encrypts signing secrets at rest (AES-256-GCM); the endpoint id is bound in as associated data. */

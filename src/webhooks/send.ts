@@ -1,3 +1,4 @@
+/** Send: one signed POST to the checked address, and its status, duration and the first 1 KB of the answer. */
 import { Agent, request } from 'node:https';
 import type { LookupFunction } from 'node:net';
 import { createSecureContext, rootCertificates } from 'node:tls';

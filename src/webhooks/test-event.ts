@@ -1,3 +1,4 @@
+/** Test event: records a sample event for one endpoint; fan-out then delivers it like any other. */
 import { EventType, recordEvent } from '../checkout/events';
 import { ApiError } from '../http/errors';
 import { newId } from '../lib/ids';

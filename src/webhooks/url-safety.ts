@@ -1,3 +1,4 @@
+/** Target check: refuses non-HTTPS, credentialed and non-public URLs at registration and again before every send. */
 import { promises as dns } from 'node:dns';
 import { BlockList, isIP } from 'node:net';
 

@@ -6,7 +6,7 @@ import { workerTracingOptions } from '../telemetry/temporal';
 import type { Db } from '../db/knex';
 import type { Clock } from '../lib/clock';
 import { webhookActivityQueue } from '../temporal/delivery';
-import type { QueueNotices } from '../webhooks/queue-notices';
+import type { QueueNotices } from '../webhooks/queue-announce';
 import { WebhookRuntime, webhookRuntime } from '../webhooks/runtime';
 
 /**

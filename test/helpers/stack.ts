@@ -14,8 +14,8 @@ import { HandoffRelay, startHandoffRelay } from '../../src/temporal/handoff-rela
 import { handoffsForgotten } from '../../src/temporal/handoffs';
 import { registerSearchAttributes } from '../../src/temporal/search-attribute-setup';
 import { setLogLevel } from '../../src/lib/log';
-import { Dispatcher, startDispatcher } from '../../src/webhooks/dispatcher';
-import { listenForQueuedRows } from '../../src/webhooks/queue-notices';
+import { Dispatcher, startDispatcher } from '../../src/webhooks/fan-out';
+import { listenForQueuedRows } from '../../src/webhooks/queue-announce';
 import { webhookRuntime } from '../../src/webhooks/runtime';
 import { createWorker } from '../../src/worker/create-worker';
 import { freePort } from '../../scripts/processes';

@@ -5,7 +5,7 @@ import { getEvent, listEvents } from '../../src/checkout/events';
 import { createDb, type Db } from '../../src/db/knex';
 import { randomString, timeOrderedBody } from '../../src/lib/ids';
 import { createMerchant } from '../../src/ops/merchants';
-import { eventDeliveries } from '../../src/webhooks/deliveries';
+import { eventDeliveries } from '../../src/webhooks/event-deliveries';
 import { RunEnv, runEnvFile } from '../helpers/run-env';
 
 /**
@@ -59,7 +59,7 @@ async function writeEvent(db: Db, merchantId: string, id: string, at: Date): Pro
   });
 }
 
-/** Lists the event as undelivered at an endpoint, as a failed attempt does (src/webhooks/attempts.ts). */
+/** Lists the event as undelivered at an endpoint, as a failed attempt does (src/webhooks/record.ts). */
 async function writeUndelivered(db: Db, merchantId: string, id: string, at: Date): Promise<void> {
   await db('webhook_undelivered').insert({
     event_id: id,

@@ -5,7 +5,7 @@ import { newId } from '../../src/lib/ids';
 import { loadSettings } from '../../src/config';
 import { createDb, type Db } from '../../src/db/knex';
 import { outboxSms } from '../../src/checkout/public/sms';
-import { disableIfStillFailing } from '../../src/webhooks/attempts';
+import { disableIfStillFailing } from '../../src/webhooks/record';
 import {
   MAX_ATTEMPTS,
   OutboxRelay,

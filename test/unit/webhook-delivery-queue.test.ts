@@ -1,4 +1,4 @@
-import { DeliveryQueue, RECENT_KEYS } from '../../src/webhooks/delivery-queue';
+import { DeliveryQueue, RECENT_KEYS } from '../../src/webhooks/legacy-in-state-queue';
 import { MAX_ATTEMPTS, nextRetryAtMs, retryDelaysMs } from '../../src/webhooks/schedule';
 
 /** The delivery workflow's queue and schedule, as pure data. */

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { parseSecretKey, secretCipher } from '../../src/webhooks/secret-crypto';
-import { newSigningSecret } from '../../src/webhooks/signing';
+import { newSigningSecret } from '../../src/webhooks/sign';
 
 /** Signing secrets: their format, and their encryption at rest. */
 it('makes whsec_ secrets with 32 random base62 characters', () => {

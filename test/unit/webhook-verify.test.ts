@@ -1,4 +1,4 @@
-import { newSigningSecret, signatureHeader } from '../../src/webhooks/signing';
+import { newSigningSecret, signatureHeader } from '../../src/webhooks/sign';
 import { signTestHeader, verify, WebhookVerificationError } from '../../src/webhooks/verify';
 
 /** The merchant-copyable verifier, against the sender's own signer: one test per failure mode. */

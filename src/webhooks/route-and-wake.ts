@@ -1,3 +1,4 @@
+/** Route and wake: which endpoints an event goes to, and the wake signals that tell their workflows rows are queued. */
 import type { Client } from '@temporalio/client';
 import type { Db } from '../db/knex';
 import type { KeyMode } from '../keys/keys';

@@ -1,3 +1,4 @@
+/** Sign: signing secrets, and the headers of both schemes (`Svc-Signature`, Stripe's; `webhook-*`, Standard Webhooks). */
 import { createHmac, randomBytes } from 'node:crypto';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';

@@ -1,3 +1,4 @@
+/** Show: an event's recorded attempts as `GET /v1/events/{id}` lists them (the read side of record). */
 import { iso } from '../lib/time';
 import type { Db } from '../db/knex';
 

@@ -1,9 +1,10 @@
+/** Replay a window: queues an endpoint's events of a time range again as a new generation (not workflow replay). */
 import { EVENT_RETENTION_MS } from '../checkout/events';
 import { ApiError } from '../http/errors';
 import { newId } from '../lib/ids';
 import { iso } from '../lib/time';
 import type { MerchantScope, WebhookDeps } from './deps';
-import { wakeAll, wakeTargets } from './dispatch';
+import { wakeAll, wakeTargets } from './route-and-wake';
 import { subscribes } from './endpoint-row';
 import { enqueue } from './queue';
 import { newGeneration } from './redeliver';

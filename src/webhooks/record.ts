@@ -1,6 +1,7 @@
+/** Record: each attempt's row, the undelivered list, the endpoint's failure clock, its 24-hour e-mail and 3-day disable. */
 import { type Db, inTransaction } from '../db/knex';
 import type { EventRow } from '../checkout/events';
-import type { DeliveryRow } from './deliveries';
+import type { DeliveryRow } from './event-deliveries';
 import { DISABLE_AFTER_FAILING_MS, NOTIFY_AFTER_FAILING_MS, nextRetryAtMs } from './schedule';
 import { queueState } from './queue';
 import { currentTraceparent } from '../telemetry/propagation';

@@ -1,3 +1,4 @@
+/** Legacy: the old `deliveryWorkflow`'s in-state queue, deleted with that type (docs/workflows.md says when). */
 import type { DeliveryState, PendingDelivery } from '../temporal/delivery';
 
 /** How many finished deliveries a queue remembers to ignore a repeated signal (the DB catches older ones). */

@@ -1,3 +1,4 @@
+/** Queue announcements: a NOTIFY at fan-out's commit, and the worker's one LISTEN that hands new rows to a waiting send. */
 import type { ClientConfig } from 'pg';
 import type { Db } from '../db/knex';
 import { listenOn } from '../db/listen';

@@ -1,11 +1,12 @@
+/** Fan-out: the worker's dispatcher turns committed events into queue rows, one per endpoint, then wakes their workflows. */
 import type { Client } from '@temporalio/client';
 import { EVENTS_CHANNEL } from '../checkout/events';
 import type { Db } from '../db/knex';
 import { type NotifiedLoop, startNotifiedLoop } from '../db/notified-loop';
 import { log } from '../lib/log';
-import { DispatchableEvent, endpointsFor, startWaker, wakeTargets } from './dispatch';
+import { DispatchableEvent, endpointsFor, startWaker, wakeTargets } from './route-and-wake';
 import { enqueue, overdueEndpoints, QueueEntry } from './queue';
-import { announceQueued } from './queue-notices';
+import { announceQueued } from './queue-announce';
 import { recordInStoredTrace } from '../telemetry/propagation';
 
 export interface DispatcherDeps {
