@@ -4,13 +4,14 @@ import type { Context as ActivityContext } from '@temporalio/activity';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { TRACE_HEADER } from '@temporalio/interceptors-opentelemetry/lib/instrumentation';
 import type { ActivityExecuteInput } from '@temporalio/worker';
+import { inStoredTrace, recordInStoredTrace } from '../../src/telemetry/propagation';
 import { workerTracingOptions } from '../../src/telemetry/temporal';
 import { pgInstrumentation, startTracing, type Tracing } from '../../src/telemetry/tracing';
 
 /**
  * Tracing costs nothing where no trace is kept: a statement under an unsampled span makes no span
- * (not even a non-recording one), and an activity of an untraced workflow starts no trace of its
- * own; a sampled parent still gets both.
+ * (not even a non-recording one), an activity of an untraced workflow starts no trace of its own,
+ * and a row's unsampled trace gets no span of ours; a sampled parent still gets all of them.
  */
 const exporter = new InMemorySpanExporter();
 let tracing: Tracing;
@@ -82,4 +83,24 @@ it('starts no span for an activity whose workflow is not traced, and continues t
   expect(active).toEqual([undefined, '0af7651916cd43dd8448eb211c80319c']);
   const spans = await exported();
   expect(spans.map((s) => [s.name, s.parentSpanId])).toEqual([['RunActivity:deliverDue', 'b7ad6b7169203331']]);
+});
+
+it("makes no span of ours in a row's unsampled trace, yet runs in it; a sampled one gets its spans", async () => {
+  const unsampled = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00';
+  const kept = '00-1bf7651916cd43dd8448eb211c80319c-c7ad6b7169203331-01';
+  exporter.reset();
+  recordInStoredTrace(unsampled, 'webhook dispatch', Date.now(), {});
+  const inside = await inStoredTrace(unsampled, 'webhook delivery', {}, async (span) => ({
+    recording: span.isRecording(),
+    traceId: trace.getActiveSpan()?.spanContext().traceId, // what a log line inside names
+  }));
+  expect(inside).toEqual({ recording: false, traceId: '0af7651916cd43dd8448eb211c80319c' });
+  expect(await exported()).toEqual([]);
+  recordInStoredTrace(kept, 'webhook dispatch', Date.now(), {});
+  await inStoredTrace(kept, 'webhook delivery', {}, async (span) => expect(span.isRecording()).toBe(true));
+  const spans = await exported();
+  expect(spans.map((s) => [s.name, s.spanContext().traceId, s.parentSpanId])).toEqual([
+    ['webhook dispatch', '1bf7651916cd43dd8448eb211c80319c', 'c7ad6b7169203331'],
+    ['webhook delivery', '1bf7651916cd43dd8448eb211c80319c', 'c7ad6b7169203331'],
+  ]);
 });
