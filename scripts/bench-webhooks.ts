@@ -5,7 +5,7 @@ import { BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler } from
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { benchMetricsPorts } from './bench/metrics-ports';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { recordEvent } from '../src/checkout/events';
@@ -75,6 +75,8 @@ const BACKLOG_HISTORY_LIMIT = 300;
 /** BENCH_TELEMETRY=compare: events per measured burst and rounds per side. */
 const COMPARE_EVENTS = Number(process.env.BENCH_COMPARE_EVENTS ?? 2000);
 const COMPARE_ROUNDS = Number(process.env.BENCH_COMPARE_ROUNDS ?? 3);
+/** BENCH_CPU_PROF_DIR: each compare round's worker writes V8 CPU profiles there (scripts/bench/cpu-profile.ts reads them). */
+const CPU_PROF_DIR = process.env.BENCH_CPU_PROF_DIR;
 const STRICT = process.env.BENCH_STRICT === '1';
 const NAMESPACE = 'default';
 const DELIVERY_DEADLINE_MS = 15 * 60_000;
@@ -595,7 +597,16 @@ async function main(): Promise<void> {
       for (let round = 0; round < COMPARE_ROUNDS; round++) {
         for (const side of round % 2 === 0 ? (['off', 'on'] as const) : (['on', 'off'] as const)) {
           const logFile = join(logs, `worker-telemetry-${side}-${round}.log`);
-          const child = startTsChild(`worker, telemetry ${side}`, 'src/main/worker.ts', sides[side], logFile);
+          const profDir = CPU_PROF_DIR && join(CPU_PROF_DIR, `${side}-${round}`);
+          const profArgs = profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [];
+          const child = startTsChild(
+            `worker, telemetry ${side}`,
+            'src/main/worker.ts',
+            sides[side],
+            logFile,
+            [],
+            profArgs,
+          );
           await waitFor(child.name, async () => readFileSync(logFile, 'utf8').includes('worker running'), {
             timeoutMs: 180_000,
             watched: [child],
@@ -604,8 +615,20 @@ async function main(): Promise<void> {
           receiver.requests.length = 0;
           const cpu = await meterCpu({ worker: async () => [child.pid!] });
           const started = Date.now();
+          const windowStartUs = Number(process.hrtime.bigint() / 1000n); // the profiles' clock (monotonic, µs)
           const r = await firstBytes(await produceWith(side, COMPARE_EVENTS), mainPaths);
           const [[, workerSec]] = await cpu.stop();
+          const windowEndUs = Number(process.hrtime.bigint() / 1000n);
+          if (profDir) {
+            mkdirSync(profDir, { recursive: true });
+            const window = {
+              startUs: windowStartUs,
+              endUs: windowEndUs,
+              deliveries: r.first.length,
+              cpuSec: workerSec,
+            };
+            writeFileSync(join(profDir, 'window.json'), JSON.stringify(window));
+          }
           receiver.requests.length = 0;
           checks.repeated += r.repeated;
           checks.refused += r.refused;

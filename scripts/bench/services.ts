@@ -8,8 +8,9 @@ import { benchMetricsPorts } from './metrics-ports';
 
 /**
  * A child process running `entry` (a TypeScript file under the repository, such as
- * `src/main/worker.ts`) with `env` and `args`, its output appended to `logFile`: the benchmarks'
- * services run as production runs them, each in a process of its own.
+ * `src/main/worker.ts`) with `env` and `args` (and Node's own `nodeArgs`, such as `--cpu-prof`), its
+ * output appended to `logFile`: the benchmarks' services run as production runs them, each in a
+ * process of its own.
  */
 export function startTsChild(
   name: string,
@@ -17,12 +18,13 @@ export function startTsChild(
   env: NodeJS.ProcessEnv,
   logFile: string,
   args: readonly string[] = [],
+  nodeArgs: readonly string[] = [],
 ): Child {
   const out = openSync(logFile, 'a');
   const child = startChild(
     name,
     process.execPath,
-    ['--import', 'tsx', entry, ...args],
+    [...nodeArgs, '--import', 'tsx', entry, ...args],
     { cwd: repoRoot, env, stdio: ['ignore', out, out] },
     { logFile },
   );

@@ -1,4 +1,13 @@
-import { context, propagation, ROOT_CONTEXT, type Span, SpanKind } from '@opentelemetry/api';
+import {
+  type Context,
+  context,
+  propagation,
+  ROOT_CONTEXT,
+  type Span,
+  SpanKind,
+  trace,
+  TraceFlags,
+} from '@opentelemetry/api';
 import { tracer } from './tracing';
 
 /**
@@ -9,6 +18,14 @@ export function currentTraceparent(): string | null {
   const carrier: Record<string, string> = {};
   propagation.inject(context.active(), carrier);
   return carrier.traceparent ?? null;
+}
+
+/**
+ * Whether a span under `parent` would be kept: with parent-based sampling (the default, and what
+ * production runs), a child of an unsampled parent is never sampled, so making it is wasted work.
+ */
+function sampled(parent: Context): boolean {
+  return ((trace.getSpanContext(parent)?.traceFlags ?? TraceFlags.NONE) & TraceFlags.SAMPLED) !== 0;
 }
 
 /**
@@ -23,6 +40,7 @@ export function recordInStoredTrace(
 ): void {
   if (!traceparent) return;
   const parent = propagation.extract(ROOT_CONTEXT, { traceparent });
+  if (!sampled(parent)) return; // a span that would not be kept
   tracer().startSpan(name, { kind: SpanKind.CONSUMER, startTime, attributes }, parent).end();
 }
 
@@ -37,6 +55,9 @@ export function inStoredTrace<T>(
   fn: (span: Span) => Promise<T>,
 ): Promise<T> {
   const parent = traceparent ? propagation.extract(ROOT_CONTEXT, { traceparent }) : ROOT_CONTEXT;
+  const stored = trace.getSpan(parent);
+  // Unsampled: no span of ours (it would not be kept), but what runs still logs the stored trace id.
+  if (stored && !sampled(parent)) return context.with(parent, () => fn(stored));
   return tracer().startActiveSpan(name, { kind: SpanKind.CONSUMER, attributes }, parent, async (span) => {
     try {
       return await fn(span);

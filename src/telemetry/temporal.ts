@@ -8,8 +8,9 @@ import {
   OpenTelemetryActivityOutboundInterceptor,
   OpenTelemetryWorkflowClientInterceptor,
 } from '@temporalio/interceptors-opentelemetry';
+import { TRACE_HEADER } from '@temporalio/interceptors-opentelemetry/lib/instrumentation';
 import type { WorkflowClientInterceptor } from '@temporalio/client';
-import type { WorkerOptions } from '@temporalio/worker';
+import type { ActivityInboundCallsInterceptor, WorkerOptions } from '@temporalio/worker';
 import { tracing } from './tracing';
 
 /**
@@ -25,6 +26,18 @@ export function temporalClientInterceptors(): { workflow: WorkflowClientIntercep
 }
 
 /**
+ * The SDK's activity span, only for an activity whose workflow is traced (its schedule carried the
+ * `_tracer-data` header), as the workflow side decides: otherwise the SDK makes each activity of an
+ * untraced run (a webhook endpoint's `deliverDue`, the janitor's) a root span, sampled like a new
+ * request, with every statement it runs (the relays' polls, which `requireParentSpan` keeps out).
+ */
+function tracedActivitiesOnly(traced: OpenTelemetryActivityInboundInterceptor): ActivityInboundCallsInterceptor {
+  return {
+    execute: (input, next) => (input.headers[TRACE_HEADER] === undefined ? next(input) : traced.execute(input, next)),
+  };
+}
+
+/**
  * What a worker adds for tracing: the activity interceptors (while tracing is on), the workflow
  * interceptor modules (ignored by the SDK for a prebuilt bundle, which has them already) and the
  * sink the workflows' spans leave the sandbox through.
@@ -37,7 +50,7 @@ export function workerTracingOptions(): Pick<WorkerOptions, 'interceptors' | 'si
       activity: enabled
         ? [
             (ctx) => ({
-              inbound: new OpenTelemetryActivityInboundInterceptor(ctx),
+              inbound: tracedActivitiesOnly(new OpenTelemetryActivityInboundInterceptor(ctx)),
               outbound: new OpenTelemetryActivityOutboundInterceptor(ctx),
             }),
           ]

@@ -5,7 +5,7 @@
  * `OTEL_TRACES_SAMPLER_ARG` (default parent-based, always on). Off, nothing is registered: the
  * OpenTelemetry API stays its no-op self and no span is made.
  */
-import { trace } from '@opentelemetry/api';
+import { context, trace, TraceFlags } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { registerInstrumentations } from '@opentelemetry/instrumentation';
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
@@ -41,13 +41,43 @@ export function tracingConfigured(env: NodeJS.ProcessEnv = process.env): boolean
   return Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
 }
 
+/** The instrumentation's patch factories, each of which opens a span: a statement, a client's and a pool's connect. */
+const PG_PATCHES = ['_getClientQueryPatch', '_getClientConnectPatch', '_getPoolConnectPatch'] as const;
+type PgMethod = (this: unknown, ...args: unknown[]) => unknown;
+
+/** True when the active span is kept: a local span recording, or a remote parent (a row's traceparent) sampled. */
+function sampledParent(): boolean {
+  const span = trace.getSpan(context.active());
+  return span !== undefined && (span.isRecording() || (span.spanContext().traceFlags & TraceFlags.SAMPLED) !== 0);
+}
+
 /**
  * The Postgres statements as child spans of whatever span runs them (never a root span of their
- * own: the relays' polls would be most of the traces). Import `./instrument` before anything loads
- * `pg` so that this can patch it.
+ * own: the relays' polls would be most of the traces), and only of a sampled one: under an unsampled
+ * parent `requireParentSpan` alone still builds each statement's attributes, a non-recording span
+ * and a context-bound callback (the largest share of the worker's tracing CPU in bench:webhooks). Import
+ * `./instrument` before anything loads `pg` so that this can patch it.
  */
 export function pgInstrumentation(): PgInstrumentation {
-  return new PgInstrumentation({ requireParentSpan: true });
+  const instrumentation = new PgInstrumentation({ requireParentSpan: true });
+  // The patches are made when `pg` is loaded (after this): each calls pg's own method unless a sampled span is active.
+  const patches = instrumentation as unknown as Record<
+    (typeof PG_PATCHES)[number],
+    () => (original: PgMethod) => PgMethod
+  >;
+  for (const name of PG_PATCHES) {
+    const patchOf = patches[name].bind(instrumentation);
+    patches[name] = () => {
+      const patch = patchOf();
+      return (original) => {
+        const traced = patch(original);
+        return function (this: unknown, ...args: unknown[]) {
+          return (sampledParent() ? traced : original).apply(this, args);
+        };
+      };
+    };
+  }
+  return instrumentation;
 }
 
 let instrumented = false;
