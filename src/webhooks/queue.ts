@@ -1,5 +1,6 @@
 /** Queue and claim: the `webhook_queue` statements (enqueue, claim due rows, advance once recorded, cancel, state). */
 import type { Db } from '../db/knex';
+import { preparedQuery, unpreparedQuery } from '../db/prepared';
 import type { EventRow } from '../checkout/events';
 import type { AttemptKey, AttemptResult } from './record';
 
@@ -66,6 +67,55 @@ export async function adopt(
   return rowCount ?? 0;
 }
 
+/** A claim's row as Postgres returns it: the attempt, and its event's columns (null when purged). */
+type Joined = EventRow & {
+  async_commit: string;
+  claimed_event_id: string;
+  claimed_generation: string;
+  claimed_attempt_no: number;
+};
+
+/**
+ * The claim (`$1` endpoint, `$2` batch, `$3` held rows to take back, `$4` now, `$5` limit, `$6`
+ * the lease's end), planned on each call with its values (a cached generic plan of it is at the
+ * mercy of the queue's statistics: it may take the all-endpoints due index, or sort every due row
+ * of a backlog on each claim).
+ */
+const CLAIM_SQL = `WITH held AS (
+  SELECT tableoid, ctid FROM webhook_queue
+   WHERE claim = $2 AND endpoint_id = $1 AND status = 'pending'
+   LIMIT $3
+   FOR UPDATE
+), due AS (
+  SELECT tableoid, ctid FROM webhook_queue
+   WHERE endpoint_id = $1 AND status = 'pending' AND next_attempt_at <= $4
+   ORDER BY next_attempt_at
+   LIMIT $5
+   FOR UPDATE SKIP LOCKED
+), picked AS (
+  SELECT * FROM held UNION SELECT * FROM due LIMIT $5
+), claimed AS (
+  -- By the locked rows' tuple ids: a join on the key lets a stale row estimate (the queue
+  -- grows fast) plan a walk over every pending row of the endpoint. A tuple id names a row
+  -- within one partition only, so the pair with the partition's oid is what matches.
+  UPDATE webhook_queue q SET claim = $2, next_attempt_at = $6, updated_at = now()
+   WHERE q.ctid = ANY (ARRAY(SELECT ctid FROM picked))
+     AND (q.tableoid, q.ctid) IN (SELECT tableoid, ctid FROM picked)
+     AND q.endpoint_id = $1 AND q.status = 'pending'
+  RETURNING q.event_id, q.generation, q.attempt_no
+), found AS (
+  -- The events by id, one probe of each day's key: a join hashed every event of the day on
+  -- each claim (a backlog's day holds all of its events), so claims slowed as the day filled.
+  SELECT e.id, e.merchant_id, e.mode, e.type, e.data_object, e.created_at, e.traceparent
+    FROM events e WHERE e.id = ANY (ARRAY(SELECT event_id FROM claimed))
+)
+-- No wait for the WAL flush: a claim lost in a crash only makes its rows due again (their
+-- attempt is sent again, as after a worker crash), and the recording's commit flushes it.
+SELECT set_config('synchronous_commit', 'off', true) AS async_commit, c.event_id AS claimed_event_id,
+       c.generation AS claimed_generation, c.attempt_no AS claimed_attempt_no,
+       e.id, e.merchant_id, e.mode, e.type, e.data_object, e.created_at, e.traceparent
+  FROM claimed c LEFT JOIN found e ON e.id = c.event_id`;
+
 /** A claimed row: its attempt, with its event (absent when the event was purged since it was queued). */
 export interface ClaimedRow extends AttemptKey {
   event: EventRow | undefined;
@@ -86,62 +136,20 @@ export async function claimDue(
   limit: number,
   held = true,
 ): Promise<ClaimedRow[]> {
-  const { rows } = await db.raw(
-    `WITH held AS (
-       SELECT tableoid, ctid FROM webhook_queue
-        WHERE claim = ? AND endpoint_id = ? AND status = 'pending'
-        LIMIT ?
-        FOR UPDATE
-     ), due AS (
-       SELECT tableoid, ctid FROM webhook_queue
-        WHERE endpoint_id = ? AND status = 'pending' AND next_attempt_at <= ?
-        ORDER BY next_attempt_at
-        LIMIT ?
-        FOR UPDATE SKIP LOCKED
-     ), picked AS (
-       SELECT * FROM held UNION SELECT * FROM due LIMIT ?
-     ), claimed AS (
-       -- By the locked rows' tuple ids: a join on the key lets a stale row estimate (the queue
-       -- grows fast) plan a walk over every pending row of the endpoint. A tuple id names a row
-       -- within one partition only, so the pair with the partition's oid is what matches.
-       UPDATE webhook_queue q SET claim = ?, next_attempt_at = ?, updated_at = now()
-        WHERE q.ctid = ANY (ARRAY(SELECT ctid FROM picked))
-          AND (q.tableoid, q.ctid) IN (SELECT tableoid, ctid FROM picked)
-          AND q.endpoint_id = ? AND q.status = 'pending'
-       RETURNING q.event_id, q.generation, q.attempt_no
-     )
-     -- No wait for the WAL flush: a claim lost in a crash only makes its rows due again (their
-     -- attempt is sent again, as after a worker crash), and the recording's commit flushes it.
-     SELECT set_config('synchronous_commit', 'off', true) AS async_commit, c.event_id AS claimed_event_id, c.generation AS claimed_generation, c.attempt_no AS claimed_attempt_no,
-            e.id, e.merchant_id, e.mode, e.type, e.data_object, e.created_at, e.traceparent
-       FROM claimed c LEFT JOIN events e ON e.id = c.event_id`,
-    [
-      batch,
-      endpointId,
-      held ? limit : 0,
-      endpointId,
-      new Date(nowMs),
-      limit,
-      limit,
-      batch,
-      new Date(nowMs + CLAIM_LEASE_MS),
-      endpointId,
-    ],
-  );
-  type Joined = EventRow & {
-    async_commit: string;
-    claimed_event_id: string;
-    claimed_generation: string;
-    claimed_attempt_no: number;
-  };
-  return (rows as Joined[]).map(
-    ({ async_commit: _, claimed_event_id, claimed_generation, claimed_attempt_no, ...event }) => ({
-      eventId: claimed_event_id,
-      generation: Number(claimed_generation),
-      attemptNo: claimed_attempt_no,
-      event: event.id === null ? undefined : (event as EventRow),
-    }),
-  );
+  const { rows } = await unpreparedQuery<Joined>(db, CLAIM_SQL, [
+    endpointId,
+    batch,
+    held ? limit : 0,
+    new Date(nowMs),
+    limit,
+    new Date(nowMs + CLAIM_LEASE_MS),
+  ]);
+  return rows.map(({ async_commit: _, claimed_event_id, claimed_generation, claimed_attempt_no, ...event }) => ({
+    eventId: claimed_event_id,
+    generation: Number(claimed_generation),
+    attemptNo: claimed_attempt_no,
+    event: event.id === null ? undefined : (event as EventRow),
+  }));
 }
 
 /**
@@ -162,27 +170,29 @@ export async function advance(
     if (result.outcome === 'failed') return result.nextRetryAtMs === null ? 'failed' : 'pending';
     return 'cancelled';
   };
-  await db.raw(
-    `UPDATE webhook_queue q
-        SET status = d.status,
-            attempt_no = CASE WHEN d.status = 'pending' THEN q.attempt_no + 1 ELSE q.attempt_no END,
-            next_attempt_at = CASE WHEN d.status = 'pending' THEN to_timestamp(d.next_ms / 1000.0) END,
-            claim = NULL, updated_at = now()
-       FROM unnest(?::text[], ?::bigint[], ?::int[], ?::text[], ?::bigint[])
-            AS d(event_id, generation, attempt_no, status, next_ms)
-      WHERE q.event_id = d.event_id AND q.endpoint_id = ? AND q.generation = d.generation
-        AND q.attempt_no = d.attempt_no AND q.claim = ?`,
-    [
-      done.map((d) => d.key.eventId),
-      done.map((d) => d.key.generation),
-      done.map((d) => d.key.attemptNo),
-      done.map(status),
-      done.map((d) => (d.result.nextRetryAtMs === null ? null : String(d.result.nextRetryAtMs))) as string[],
-      endpointId,
-      batch,
-    ],
-  );
+  await preparedQuery(db, 'webhook_queue_advance', ADVANCE_SQL, [
+    done.map((d) => d.key.eventId),
+    done.map((d) => d.key.generation),
+    done.map((d) => d.key.attemptNo),
+    done.map(status),
+    done.map((d) => (d.result.nextRetryAtMs === null ? null : String(d.result.nextRetryAtMs))),
+    endpointId,
+    batch,
+  ]);
 }
+
+/** Moves recorded rows on (`advance`), a prepared statement for the same reason as the claim. */
+const ADVANCE_SQL = `UPDATE webhook_queue q
+    SET status = d.status,
+        attempt_no = CASE WHEN d.status = 'pending' THEN q.attempt_no + 1 ELSE q.attempt_no END,
+        next_attempt_at = CASE WHEN d.status = 'pending' THEN to_timestamp(d.next_ms / 1000.0) END,
+        claim = NULL, updated_at = now()
+   FROM unnest($1::text[], $2::bigint[], $3::int[], $4::text[], $5::bigint[])
+        AS d(event_id, generation, attempt_no, status, next_ms)
+  WHERE q.event_id = d.event_id AND q.endpoint_id = $6 AND q.generation = d.generation
+    AND q.attempt_no = d.attempt_no AND q.claim = $7
+    -- The partition key as a parameter: the days the rows are not in are pruned at execution start.
+    AND q.event_id = ANY ($1::text[])`;
 
 /**
  * Takes up to `limit` of the endpoint's pending rows out of the queue (`cancelled`) and returns
