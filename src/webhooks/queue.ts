@@ -65,9 +65,13 @@ export async function adopt(
   return rowCount ?? 0;
 }
 
-/** A claimed row: its attempt, with its event (absent when the event was purged since it was queued). */
+/**
+ * A claimed row: its attempt, with its event as stored (`payload` still compressed: the workflow
+ * bundle imports this module, so no zlib here) or absent when not found within its id's days
+ * (purged, or created far from its id's time): withClaimedEvents in the activity completes both.
+ */
 export interface ClaimedRow extends AttemptKey {
-  event: EventRow | undefined;
+  event: (EventRow & { payload?: Buffer | null }) | undefined;
 }
 
 /**
@@ -112,8 +116,12 @@ export async function claimDue(
      -- No wait for the WAL flush: a claim lost in a crash only makes its rows due again (their
      -- attempt is sent again, as after a worker crash), and the recording's commit flushes it.
      SELECT set_config('synchronous_commit', 'off', true) AS async_commit, c.event_id AS claimed_event_id, c.generation AS claimed_generation, c.attempt_no AS claimed_attempt_no,
-            e.id, e.merchant_id, e.mode, e.type, e.data_object, e.created_at, e.traceparent
-       FROM claimed c LEFT JOIN events e ON e.id = c.event_id`,
+            e.id, e.merchant_id, e.mode, e.type, e.data_object, e.payload, e.created_at, e.traceparent
+       FROM claimed c LEFT JOIN events e ON e.id = c.event_id
+        -- Only the claimed ids' days (idTimeBounds in src/checkout/events.ts); the activity reads
+        -- an event outside them after (withClaimedEvents).
+        AND e.created_at >= (SELECT min(event_log_id_time(event_id)) FROM claimed) - interval '1 day'
+        AND e.created_at <= (SELECT max(event_log_id_time(event_id)) FROM claimed) + interval '1 hour'`,
     [
       batch,
       endpointId,
