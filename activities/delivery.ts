@@ -1,4 +1,4 @@
-import { eventOut, EventRow } from '../src/checkout/events';
+import { eventOut, EventRow, eventsByIds, withClaimedEvents } from '../src/checkout/events';
 import type { Db } from '../src/db/knex';
 import type { Clock } from '../src/lib/clock';
 import {
@@ -243,7 +243,7 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices }: 
             announced = false;
             const atMs = at();
             // The first claim takes back what this batch still holds (a retry); later ones must not.
-            const claimed = await claimDue(db, endpointId, batch, atMs, free, firstClaim);
+            const claimed = await withClaimedEvents(db, await claimDue(db, endpointId, batch, atMs, free, firstClaim));
             firstClaim = false;
             if (claimed.length > 0) {
               inFlight += claimed.length;
@@ -324,7 +324,10 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices }: 
       const [recorded, endpoint, events] = await Promise.all([
         recordedAttempts(db, endpointId, deliveries),
         db('webhook_endpoints').where({ id: endpointId }).first() as Promise<EndpointRow | undefined>,
-        db('events').whereIn('id', [...new Set(deliveries.map((d) => d.eventId))]) as Promise<EventRow[]>,
+        eventsByIds(
+          db,
+          deliveries.map((d) => d.eventId),
+        ),
       ]);
       const open = deliveries.filter((d) => !recorded.has(attemptKey(d)));
       if (open.length > 0) {

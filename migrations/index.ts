@@ -21,6 +21,8 @@ import * as failingNotice from './20261125120100_failing_notice';
 import * as partitionedEventLog from './20261125200000_partitioned_event_log';
 import * as hotTableStorage from './20261125201000_hot_table_storage';
 import * as variantCountsConstant from './20261125202000_variant_counts_constant';
+import * as eventPayload from './20261126020000_event_payload';
+import * as eventDayAdoptsDefault from './20261126021000_event_day_adopts_default';
 
 type Migration = {
   up(knex: Knex): Promise<void>;
@@ -53,6 +55,8 @@ const migrations: Array<[string, Migration]> = [
   ['20261125200000_partitioned_event_log', partitionedEventLog],
   ['20261125201000_hot_table_storage', hotTableStorage],
   ['20261125202000_variant_counts_constant', variantCountsConstant],
+  ['20261126020000_event_payload', eventPayload],
+  ['20261126021000_event_day_adopts_default', eventDayAdoptsDefault],
 ];
 
 /** A knex migration source over the static list, so migrations run the same under tsx, jest and node. */

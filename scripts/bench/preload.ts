@@ -1,4 +1,6 @@
 import type { Client as PgClient } from 'pg';
+import { packPayload } from '../../src/checkout/event-payload';
+import { randomString, timeOrderedBody } from '../../src/lib/ids';
 
 /**
  * A year of data in SQL for `npm run bench:scale`: every count multiplied by `scale`, 80 % of each
@@ -26,6 +28,9 @@ export const preloadCounts = {
   variantsPerProduct: 5,
   orders: 500_000,
 } as const;
+
+/** Distinct packed payloads the events preload cycles through. */
+const PAYLOAD_VARIANTS = 512;
 
 /** Lower-case Crockford base32 of a millisecond time, 10 characters: the clock part of our ids (src/lib/ids.ts). */
 const BASE32_FUNCTION = `
@@ -65,14 +70,38 @@ export async function preload(
   const span = 30 * 24 * 3600 * 1000 - 2 * 3600 * 1000; // (now − 30 d, now − 1 h): the fixtures are newer
   // Event i at now − 1 h − span·(events − i)/events: ids in time order, as newId makes them.
   const eventAt = `(extract(epoch FROM now()) * 1000)::bigint - 3600000 - (${span}::bigint * ($4::bigint - i) / $4::bigint)`;
+  // Since 20261126020000 the payload is stored compressed (src/checkout/event-payload.ts): each
+  // event gets one of PAYLOAD_VARIANTS packed copies of the template, each with its own session id,
+  // code, url, reference and times (what differs between real sessions), so sizes are real ones.
+  const compressed = (
+    await pg.query(
+      `SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_name = 'events' AND column_name = 'payload') AS yes`,
+    )
+  ).rows[0].yes as boolean;
+  const template = t.sessionTemplate as Record<string, unknown>;
+  const variants = Array.from({ length: PAYLOAD_VARIANTS }, (_, k) => {
+    const code = randomString(16).toLowerCase();
+    const at = Date.now() - k * 60_000;
+    return packPayload({
+      ...template,
+      id: `cs_test_${timeOrderedBody(at)}`,
+      code,
+      url: String(template.url ?? '').replace(/[^/]*$/, code),
+      reference_id: `order-${randomString(8)}`,
+      created_at: new Date(at).toISOString(),
+      updated_at: new Date(at + 90_000).toISOString(),
+      completed_at: new Date(at + 90_000).toISOString(),
+    });
+  });
   await step(
     'events',
-    `INSERT INTO events (id, merchant_id, mode, type, data_object, created_at, dispatched_at)
+    `INSERT INTO events (id, merchant_id, mode, type, ${compressed ? 'payload' : 'data_object'}, created_at, dispatched_at)
      SELECT 'evt_test_' || bench_b32(at) || lpad(to_hex(i), 18, '0'), ${tenantOf('i')}, 'test',
             (ARRAY['checkout.session.completed', 'checkout.session.expired', 'payment.attempt.failed', 'refund.succeeded'])[1 + i % 4],
-            jsonb_set($3::jsonb, '{id}', to_jsonb('cs_test_load' || i)), to_timestamp(at / 1000.0), to_timestamp(at / 1000.0)
+            ${compressed ? `($3::bytea[])[1 + i % ${PAYLOAD_VARIANTS}]` : `jsonb_set($3::jsonb, '{id}', to_jsonb('cs_test_load' || i))`},
+            to_timestamp(at / 1000.0), to_timestamp(at / 1000.0)
        FROM generate_series(1, $4::bigint) AS i, LATERAL (SELECT ${eventAt} AS at) AS t`,
-    [...merchantParams, JSON.stringify(t.sessionTemplate), events],
+    [...merchantParams, compressed ? variants : JSON.stringify(t.sessionTemplate), events],
   );
   await step(
     'event_deliveries (one per event)',

@@ -79,7 +79,7 @@ const legacyExists = async (db: Db): Promise<boolean> =>
   (await db.raw(`SELECT to_regclass('events_legacy') IS NOT NULL AS present`)).rows[0].present;
 
 /**
- * Makes the days after the newest one up to EVENT_DAYS_AHEAD past `nowMs`, drops the days wholly
+ * Makes the missing days from today (or the oldest day made) to EVENT_DAYS_AHEAD past `nowMs`, drops the days wholly
  * older than `cutoffMs`, and purges the legacy tables (batches of LEGACY_BATCH events with their
  * rows, at most LEGACY_BATCHES_PER_SWEEP) until they hold nothing and nothing can land in them,
  * then drops them. Harmless run twice, late or early: every step is by name and idempotent.
@@ -94,16 +94,21 @@ export async function sweepEventLog(db: Db, nowMs: number, cutoffMs: number): Pr
   };
   const partitions = await dailyPartitions(db);
   const eventDays = partitions.filter((p) => p.name.startsWith('events_')).map((p) => p.day);
-  const newest = eventDays.length > 0 ? Math.max(...eventDays) : utcDay(nowMs) - DAY_MS;
-  for (let day = newest + DAY_MS; day <= utcDay(nowMs) + EVENT_DAYS_AHEAD * DAY_MS; day += DAY_MS) {
-    const made = await ddl(db, 'SELECT event_log_ensure_day(?::date)', [new Date(day).toISOString().slice(0, 10)]);
-    if (made === 'lock') {
+  // Every day from today to EVENT_DAYS_AHEAD that is missing, not only those after the newest:
+  // a day made far ahead (by a clock ahead) must not leave the days before it unmade.
+  // Never before the oldest day made: the days before the cut-over live in the legacy table.
+  const made = new Set(eventDays);
+  const first = Math.max(utcDay(nowMs), eventDays.length > 0 ? Math.min(...eventDays) : 0);
+  for (let day = first; day <= utcDay(nowMs) + EVENT_DAYS_AHEAD * DAY_MS; day += DAY_MS) {
+    if (made.has(day)) continue;
+    const result = await ddl(db, 'SELECT event_log_ensure_day(?::date)', [new Date(day).toISOString().slice(0, 10)]);
+    if (result === 'lock') {
       out.lockTimeouts++;
-      break; // days are made in order: a gap would never be filled
+      break; // the next sweep makes the rest
     }
-    if (made === 'ok') out.daysCreated++;
-    // 'conflict': the default partition already holds events of that day (written with a clock far
-    // ahead); they stay there, and the day goes on without a partition of its own.
+    if (result === 'ok') out.daysCreated++;
+    // 'conflict': not expected since 20261126021000 (a day takes its rows out of the default
+    // partition); the day is tried again at the next sweep.
   }
   await db.raw('UPDATE event_log_retention SET cutoff = greatest(cutoff, ?)', [new Date(cutoffMs)]);
 

@@ -3,8 +3,9 @@ import type { Db } from '../db/knex';
 import type { KeyMode } from '../keys/keys';
 import { idTime, newId } from '../lib/ids';
 import { isObjectId } from './ids';
-import { type Keyset, newestFirst } from './cursor';
+import { type Keyset, newestFirst, type Page } from './cursor';
 import { currentTraceparent } from '../telemetry/propagation';
+import { decodeEventRow, packPayload } from './event-payload';
 
 /** Event types this service emits (new ones may be added inside v1). */
 export const eventTypes = [
@@ -55,13 +56,14 @@ export async function recordEvent(
       merchant_id: input.merchantId,
       mode: input.mode,
       type: input.type,
-      data_object: JSON.stringify(input.object),
+      payload: packPayload(input.object),
       created_at: input.now,
       traceparent: currentTraceparent(),
     })
-    .returning('*');
+    .returning(['id', 'merchant_id', 'mode', 'type', 'created_at', 'traceparent']);
   await trx.raw('SELECT pg_notify(?, ?)', [EVENTS_CHANNEL, row.id]);
-  return row;
+  // What a read returns: the object as JSON has it (dates as strings).
+  return { ...row, data_object: JSON.parse(JSON.stringify(input.object)) };
 }
 
 /** The Event object; the single read adds `deliveries`. */
@@ -112,8 +114,10 @@ export async function listEvents(db: Db, scope: { merchantId: string; mode: KeyM
       q.select(db.raw('1')).from('webhook_undelivered as u').whereRaw('u.event_id = events.id'),
     );
   }
-  return newestFirst<EventRow>(query, opts.after, opts.limit, opts.order);
+  return decodePage(await newestFirst<EventRow>(query, opts.after, opts.limit, opts.order));
 }
+
+const decodePage = (page: Page<EventRow>): Page<EventRow> => ({ ...page, rows: page.rows.map(decodeEventRow) });
 
 async function listUndelivered(db: Db, scope: { merchantId: string; mode: KeyMode }, opts: EventListOptions) {
   const order = opts.order ?? 'desc';
@@ -135,7 +139,59 @@ async function listUndelivered(db: Db, scope: { merchantId: string; mode: KeyMod
     .select('e.*')
     .where({ 'e.merchant_id': scope.merchantId, 'e.mode': scope.mode });
   if (opts.type !== undefined) query.andWhere('e.type', opts.type);
-  return newestFirst<EventRow>(query, opts.after, opts.limit, order, ['u.event_created_at', 'u.event_id']);
+  return decodePage(
+    await newestFirst<EventRow>(query, opts.after, opts.limit, order, ['u.event_created_at', 'u.event_id']),
+  );
+}
+
+/**
+ * Where the events with these ids were created, as bounds on created_at that prune the event log
+ * to the ids' days: from a day before the earliest id's time to an hour after the latest (an id is
+ * made when its event is written; created_at is the transition's time, a little before). Null
+ * when an id carries no time.
+ */
+export function idTimeBounds(ids: readonly string[]): [Date, Date] | null {
+  const times = ids.map(idTime);
+  if (times.length === 0 || times.some((t) => t === null)) return null;
+  const known = times as number[];
+  return [new Date(Math.min(...known) - ID_TIME_BEFORE_MS), new Date(Math.max(...known) + ID_TIME_AFTER_MS)];
+}
+
+/**
+ * The events with these ids (any merchant: for internal paths that hold ids from the queue),
+ * `data_object` decoded. Looked for within idTimeBounds first (one or two days); the ids not found
+ * there (an event whose created_at is far from its id's time, or one purged) are looked for in
+ * every day.
+ */
+export async function eventsByIds(
+  db: Db,
+  ids: readonly string[],
+  columns: readonly string[] = ['*'],
+): Promise<EventRow[]> {
+  const wanted = [...new Set(ids)];
+  if (wanted.length === 0) return [];
+  const bounds = idTimeBounds(wanted);
+  const read = (some: string[]) =>
+    db('events')
+      .whereIn('id', some)
+      .select(...columns);
+  const near: EventRow[] = bounds ? await read(wanted).whereBetween('created_at', bounds) : [];
+  const found = new Set(near.map((e) => e.id));
+  const rest = wanted.filter((id) => !found.has(id));
+  const far: EventRow[] = rest.length > 0 ? await read(rest) : [];
+  return [...near, ...far].map(decodeEventRow);
+}
+
+/**
+ * Claimed queue rows (src/webhooks/queue.ts claimDue) with their events decoded, and the events not
+ * found within their ids' days read from every day; an event purged stays absent.
+ */
+export async function withClaimedEvents<
+  T extends { eventId: string; event: (EventRow & { payload?: Buffer | null }) | undefined },
+>(db: Db, claimed: readonly T[]): Promise<Array<Omit<T, 'event'> & { event: EventRow | undefined }>> {
+  const missing = claimed.filter((c) => c.event === undefined).map((c) => c.eventId);
+  const far = new Map((await eventsByIds(db, missing)).map((e) => [e.id, e]));
+  return claimed.map((c) => ({ ...c, event: c.event ? decodeEventRow(c.event) : far.get(c.eventId) }));
 }
 
 /** The merchant's event in `mode`, or null (another merchant's or mode's is null too). */
@@ -154,7 +210,8 @@ export async function getEvent(
     const near = await query()
       .whereBetween('created_at', [new Date(madeAt - ID_TIME_BEFORE_MS), new Date(madeAt + ID_TIME_AFTER_MS)])
       .first();
-    if (near) return near;
+    if (near) return decodeEventRow(near as EventRow);
   }
-  return (await query().first()) ?? null;
+  const far = await query().first();
+  return far ? decodeEventRow(far as EventRow) : null;
 }

@@ -58,9 +58,9 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
         .limit(batchSize)
         .forUpdate()
         .skipLocked()
-        .select('id', 'merchant_id', 'mode', 'type', 'target_endpoint_id', 'traceparent');
+        .select('id', 'merchant_id', 'mode', 'type', 'target_endpoint_id', 'traceparent', 'created_at');
       if (deps.merchantIds) query.whereIn('merchant_id', [...deps.merchantIds]);
-      const events: DispatchableEvent[] = await query;
+      const events: Array<DispatchableEvent & { created_at: Date }> = await query;
       if (events.length === 0) return { events, targets: new Map<string, string[]>(), wakes: [] };
       const targets = await endpointsFor(trx, events, { enabledOnly: false });
       const entries: QueueEntry[] = events.flatMap((e) =>
@@ -68,11 +68,13 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
       );
       const counts = await enqueue(trx, entries, 0);
       await announceQueued(trx, [...counts.keys()]);
+      // Between the batch's times too: the update then visits those days only (ordered by created_at).
       await trx('events')
         .whereIn(
           'id',
           events.map((e) => e.id),
         )
+        .whereBetween('created_at', [events[0].created_at, events[events.length - 1].created_at])
         .update({ dispatched_at: trx.fn.now() });
       const described = await wakeTargets(trx, [...counts.keys()]);
       return { events, targets, wakes: described.map((target) => ({ target, count: counts.get(target.id) })) };

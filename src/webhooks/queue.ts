@@ -69,6 +69,7 @@ export async function adopt(
 
 /** A claim's row as Postgres returns it: the attempt, and its event's columns (null when purged). */
 type Joined = EventRow & {
+  payload: Buffer | null;
   async_commit: string;
   claimed_event_id: string;
   claimed_generation: string;
@@ -106,19 +107,27 @@ const CLAIM_SQL = `WITH held AS (
 ), found AS (
   -- The events by id, one probe of each day's key: a join hashed every event of the day on
   -- each claim (a backlog's day holds all of its events), so claims slowed as the day filled.
-  SELECT e.id, e.merchant_id, e.mode, e.type, e.data_object, e.created_at, e.traceparent
+  SELECT e.id, e.merchant_id, e.mode, e.type, e.data_object, e.payload, e.created_at, e.traceparent
     FROM events e WHERE e.id = ANY (ARRAY(SELECT event_id FROM claimed))
+     -- Only the claimed ids' days (idTimeBounds in src/checkout/events.ts); the activity reads
+     -- an event outside them after (withClaimedEvents).
+     AND e.created_at >= (SELECT min(event_log_id_time(event_id)) FROM claimed) - interval '1 day'
+     AND e.created_at <= (SELECT max(event_log_id_time(event_id)) FROM claimed) + interval '1 hour'
 )
 -- No wait for the WAL flush: a claim lost in a crash only makes its rows due again (their
 -- attempt is sent again, as after a worker crash), and the recording's commit flushes it.
 SELECT set_config('synchronous_commit', 'off', true) AS async_commit, c.event_id AS claimed_event_id,
        c.generation AS claimed_generation, c.attempt_no AS claimed_attempt_no,
-       e.id, e.merchant_id, e.mode, e.type, e.data_object, e.created_at, e.traceparent
+       e.id, e.merchant_id, e.mode, e.type, e.data_object, e.payload, e.created_at, e.traceparent
   FROM claimed c LEFT JOIN found e ON e.id = c.event_id`;
 
-/** A claimed row: its attempt, with its event (absent when the event was purged since it was queued). */
+/**
+ * A claimed row: its attempt, with its event as stored (`payload` still compressed: the workflow
+ * bundle imports this module, so no zlib here) or absent when not found within its id's days
+ * (purged, or created far from its id's time): withClaimedEvents in the activity completes both.
+ */
 export interface ClaimedRow extends AttemptKey {
-  event: EventRow | undefined;
+  event: (EventRow & { payload?: Buffer | null }) | undefined;
 }
 
 /**
@@ -148,7 +157,7 @@ export async function claimDue(
     eventId: claimed_event_id,
     generation: Number(claimed_generation),
     attemptNo: claimed_attempt_no,
-    event: event.id === null ? undefined : (event as EventRow),
+    event: event.id === null ? undefined : event,
   }));
 }
 

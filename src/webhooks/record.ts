@@ -1,6 +1,6 @@
 /** Record: each attempt's row, the undelivered list, the endpoint's failure clock, its 24-hour e-mail and 3-day disable. */
 import { type Db, inTransaction } from '../db/knex';
-import type { EventRow } from '../checkout/events';
+import { type EventRow, eventsByIds } from '../checkout/events';
 import type { DeliveryRow } from './event-deliveries';
 import { DISABLE_AFTER_FAILING_MS, NOTIFY_AFTER_FAILING_MS, nextRetryAtMs } from './schedule';
 import { queueState } from './queue';
@@ -106,15 +106,23 @@ async function trackUndelivered(db: Db, endpointId: string, rows: readonly Deliv
     ]);
   }
   if (failed.length > 0) {
+    // The events read by id within their ids' days (eventsByIds), not across every day of the log.
+    const events = await eventsByIds(db, failed, ['id', 'merchant_id', 'mode', 'created_at']);
     await db.raw(
       `INSERT INTO webhook_undelivered (event_id, endpoint_id, merchant_id, mode, event_created_at)
        SELECT e.id, ?, e.merchant_id, e.mode, e.created_at
-         FROM events e
-        WHERE e.id = ANY(?::text[])
-          AND NOT EXISTS (SELECT 1 FROM event_deliveries d
+         FROM unnest(?::text[], ?::text[], ?::text[], ?::timestamptz[]) AS e(id, merchant_id, mode, created_at)
+        WHERE NOT EXISTS (SELECT 1 FROM event_deliveries d
                            WHERE d.event_id = e.id AND d.endpoint_id = ? AND d.error IS NULL)
        ON CONFLICT DO NOTHING`,
-      [endpointId, failed, endpointId],
+      [
+        endpointId,
+        events.map((e) => e.id),
+        events.map((e) => e.merchant_id),
+        events.map((e) => e.mode),
+        events.map((e) => new Date(e.created_at).toISOString()),
+        endpointId,
+      ],
     );
   }
 }
@@ -214,18 +222,32 @@ export async function recordCancelled(
   deliveries: readonly AttemptKey[],
 ): Promise<number> {
   if (deliveries.length === 0) return 0;
+  // Each event's tenant, read within its id's days (eventsByIds); a purged event gets no row.
+  const tenants = new Map(
+    (
+      await eventsByIds(
+        db,
+        deliveries.map((d) => d.eventId),
+        ['id', 'merchant_id', 'mode'],
+      )
+    ).map((e) => [e.id, e]),
+  );
+  const kept = deliveries.filter((d) => tenants.has(d.eventId));
+  if (kept.length === 0) return 0;
   const { rowCount } = await db.raw(
     `INSERT INTO event_deliveries (event_id, endpoint_id, generation, attempt_no, merchant_id, mode, error)
-     SELECT e.id, ?, d.generation, d.attempt_no, e.merchant_id, e.mode, ?
-       FROM unnest(?::text[], ?::bigint[], ?::int[]) AS d(event_id, generation, attempt_no)
-       JOIN events e ON e.id = d.event_id
+     SELECT d.event_id, ?, d.generation, d.attempt_no, d.merchant_id, d.mode, ?
+       FROM unnest(?::text[], ?::bigint[], ?::int[], ?::text[], ?::text[])
+            AS d(event_id, generation, attempt_no, merchant_id, mode)
      ON CONFLICT DO NOTHING`,
     [
       endpointId,
       error,
-      deliveries.map((d) => d.eventId),
-      deliveries.map((d) => d.generation),
-      deliveries.map((d) => d.attemptNo),
+      kept.map((d) => d.eventId),
+      kept.map((d) => d.generation),
+      kept.map((d) => d.attemptNo),
+      kept.map((d) => tenants.get(d.eventId)!.merchant_id),
+      kept.map((d) => tenants.get(d.eventId)!.mode),
     ],
   );
   return rowCount ?? 0;

@@ -22,7 +22,9 @@ export async function sendTestEvent(
     if (!endpoint) throw ApiError.notFound('endpoint_not_found', 'No such webhook endpoint.');
     const marker = { id: newId('cs', scope.mode), object: 'checkout.session', sample: true, type };
     const event = await recordEvent(trx, { ...scope, type, object: marker, now: deps.clock() });
-    await trx('events').where({ id: event.id }).update({ target_endpoint_id: endpointId });
+    await trx('events')
+      .where({ id: event.id, created_at: event.created_at })
+      .update({ target_endpoint_id: endpointId });
     return { eventId: event.id };
   });
 }

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Client } from 'pg';
 import { createJanitorActivities } from '../../activities/janitor';
-import { getEvent, listEvents } from '../../src/checkout/events';
+import { getEvent, idTimeBounds, listEvents } from '../../src/checkout/events';
 import { createDb, type Db } from '../../src/db/knex';
 import { randomString, timeOrderedBody } from '../../src/lib/ids';
 import { createMerchant } from '../../src/ops/merchants';
@@ -102,22 +102,22 @@ async function sweepSettled(sweep: ReturnType<typeof createJanitorActivities>, n
   }
 }
 
-/**
- * Whether the UTC day of `ms` has its partitions in all three tables, or is held by the DEFAULT
- * partition: events of the run's other files whose workflows skip days ahead land there before the
- * day is made, and the day then goes on without partitions of its own (src/checkout/event-log.ts).
- */
+/** Whether the UTC day of `ms` has its partitions in all three tables. */
 async function dayMade(db: Db, ms: number): Promise<boolean> {
   const day = utcDayName(ms);
   const tables = [`events_d${day}`, `event_deliveries_d${day}_live`, `webhook_queue_d${day}_test`];
-  const made = await Promise.all(tables.map((table) => exists(db, table)));
-  if (made.every(Boolean)) return true;
-  const start = new Date(Math.floor(ms / DAY) * DAY);
-  const held = await db('events_default')
-    .where('created_at', '>=', start)
-    .andWhere('created_at', '<', new Date(start.getTime() + DAY))
-    .first('id');
-  return made.every((m) => !m) && held !== undefined;
+  return (await Promise.all(tables.map((table) => exists(db, table)))).every(Boolean);
+}
+
+/** The daily partitions of `events` a plan reads: named in EXPLAIN ANALYZE and executed. */
+async function partitionsRead(db: Db, sql: string, bindings: readonly unknown[]): Promise<string[]> {
+  const { rows } = await db.raw(`EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) ${sql}`, bindings as never[]);
+  const lines = (rows as Array<{ 'QUERY PLAN': string }>).map((r) => r['QUERY PLAN']);
+  return [
+    ...new Set(
+      lines.filter((l) => !l.includes('never executed')).flatMap((l) => l.match(/\bevents_(d\d{8}|default)\b/g) ?? []),
+    ),
+  ];
 }
 
 const present = { byId: true, inList: true, deliveries: 1, queued: 1 };
@@ -176,6 +176,76 @@ describe('on a partitioned database', () => {
     expect(await readable(db, merchantId, ids['29 days'])).toEqual(gone);
     for (const label of ['yesterday', 'today'] as const) {
       expect([label, await readable(db, merchantId, ids[label])]).toEqual([label, present]);
+    }
+  });
+});
+
+describe('by-id reads of the event log', () => {
+  let db: Db;
+  let merchantId: string;
+  beforeAll(async () => {
+    db = createDb(run.databaseUrl, 2);
+    ({ merchant_id: merchantId } = await createMerchant(db, {
+      name: `Event log ids ${randomString(6)}`,
+      returnHosts: ['shop.example.com'],
+      methods: ['test'],
+      testMerchant: true,
+    }));
+  });
+  afterAll(() => db.destroy());
+
+  it('read one or two days, by the time in the ids', async () => {
+    const id = idAt(Date.now() - 5 * 60_000);
+    await writeEvent(db, merchantId, id, new Date(Date.now() - 5 * 60_000));
+    const bounds = idTimeBounds([id])!;
+    // eventsByIds (the delivery activity, webhook_undelivered, dropped deliveries) and getEvent.
+    const byIds = db('events').whereIn('id', [id]).whereBetween('created_at', bounds).toSQL();
+    const read = await partitionsRead(db, byIds.sql, byIds.bindings);
+    expect(read.length).toBeGreaterThanOrEqual(1);
+    expect(read.length).toBeLessThanOrEqual(2);
+    // The claim's join (src/webhooks/queue.ts): bounds from the claimed ids, known only at run time.
+    const claim = await partitionsRead(
+      db,
+      `WITH claimed AS MATERIALIZED (SELECT unnest(?::text[]) AS event_id)
+       SELECT e.id FROM claimed c LEFT JOIN events e ON e.id = c.event_id
+          AND e.created_at >= (SELECT min(event_log_id_time(event_id)) FROM claimed) - interval '1 day'
+          AND e.created_at <= (SELECT max(event_log_id_time(event_id)) FROM claimed) + interval '1 hour'`,
+      [[id]],
+    );
+    expect(claim.length).toBeGreaterThanOrEqual(1);
+    expect(claim.length).toBeLessThanOrEqual(2);
+    // Without a bound every day is read: the assertion can fail.
+    const unbounded = await partitionsRead(db, 'SELECT * FROM events WHERE id = ?', [id]);
+    expect(unbounded.length).toBeGreaterThan(2);
+  });
+
+  it('a day made takes over the events written ahead of it into the default partition', async () => {
+    // A clock 200 days ahead (as a test file's clock that follows its time-skipping server):
+    // no day exists there, so the event lands in events_default.
+    const at = new Date(Date.now() + 200 * DAY);
+    const id = idAt(Date.now());
+    await db('events').insert({
+      id,
+      merchant_id: merchantId,
+      mode: 'test',
+      type: 'checkout.session.completed',
+      data_object: JSON.stringify({ id: 'cs_test_ahead' }),
+      created_at: at,
+    });
+    const where = async () =>
+      (await db.raw('SELECT tableoid::regclass::text AS p FROM events WHERE id = ?', [id])).rows[0]?.p as string;
+    expect(await where()).toBe('events_default');
+    const day = at.toISOString().slice(0, 10);
+    try {
+      await db.raw('SELECT event_log_ensure_day(?::date)', [day]);
+      expect([await where(), await dayMade(db, at.getTime())]).toEqual([`events_d${utcDayName(at.getTime())}`, true]);
+      expect((await getEvent(db, { merchantId, mode: 'test' }, id))?.data_object).toEqual({ id: 'cs_test_ahead' });
+    } finally {
+      const name = utcDayName(at.getTime());
+      await db.raw(
+        `DROP TABLE IF EXISTS events_d${name}, event_deliveries_d${name}_live, event_deliveries_d${name}_test,
+                              webhook_queue_d${name}_live, webhook_queue_d${name}_test`,
+      );
     }
   });
 });
