@@ -243,7 +243,10 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices }: 
             announced = false;
             const atMs = at();
             // The first claim takes back what this batch still holds (a retry); later ones must not.
-            const claimed = await withClaimedEvents(db, await claimDue(db, endpointId, batch, atMs, free, firstClaim));
+            const claimed = await withClaimedEvents(
+              db,
+              await claimDue(db, endpointId, endpoint.mode, batch, atMs, free, firstClaim),
+            );
             firstClaim = false;
             if (claimed.length > 0) {
               inFlight += claimed.length;

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { CROCKFORD, base32 } from './id-time';
 
 const ALPHANUM = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
-const CROCKFORD = '0123456789abcdefghjkmnpqrstvwxyz';
 
 /** A random string of `length` characters from `alphabet`, without modulo bias. */
 export function randomString(length: number, alphabet = ALPHANUM): string {
@@ -24,16 +24,6 @@ const RANDOM_DIGITS = 16;
 
 let lastMs = -1;
 let sequence = 0;
-
-/** `value` as `digits` characters of Crockford base32, most significant first. */
-function base32(value: number, digits: number): string {
-  let out = '';
-  for (let i = 0; i < digits; i++) {
-    out = CROCKFORD[value % 32] + out;
-    value = Math.floor(value / 32);
-  }
-  return out;
-}
 
 /**
  * A time-ordered id body of 28 lower-case Crockford base32 characters: 10 of millisecond time, 2

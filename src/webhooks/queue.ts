@@ -2,6 +2,7 @@
 import type { Db } from '../db/knex';
 import { preparedQuery, unpreparedQuery } from '../db/prepared';
 import type { EventRow } from '../checkout/events';
+import { idBound } from '../lib/id-time';
 import type { AttemptKey, AttemptResult } from './record';
 
 /**
@@ -78,18 +79,18 @@ type Joined = EventRow & {
 
 /**
  * The claim (`$1` endpoint, `$2` batch, `$3` held rows to take back, `$4` now, `$5` limit, `$6`
- * the lease's end), planned on each call with its values (a cached generic plan of it is at the
+ * the lease's end, `$7`–`$8` the event ids it may hold: queueIdRange), planned on each call with its values (a cached generic plan of it is at the
  * mercy of the queue's statistics: it may take the all-endpoints due index, or sort every due row
  * of a backlog on each claim).
  */
-const CLAIM_SQL = `WITH held AS (
+export const CLAIM_SQL = `WITH held AS (
   SELECT tableoid, ctid FROM webhook_queue
-   WHERE claim = $2 AND endpoint_id = $1 AND status = 'pending'
+   WHERE claim = $2 AND endpoint_id = $1 AND status = 'pending' AND event_id >= $7 AND event_id < $8
    LIMIT $3
    FOR UPDATE
 ), due AS (
   SELECT tableoid, ctid FROM webhook_queue
-   WHERE endpoint_id = $1 AND status = 'pending' AND next_attempt_at <= $4
+   WHERE endpoint_id = $1 AND status = 'pending' AND next_attempt_at <= $4 AND event_id >= $7 AND event_id < $8
    ORDER BY next_attempt_at
    LIMIT $5
    FOR UPDATE SKIP LOCKED
@@ -102,7 +103,7 @@ const CLAIM_SQL = `WITH held AS (
   UPDATE webhook_queue q SET claim = $2, next_attempt_at = $6, updated_at = now()
    WHERE q.ctid = ANY (ARRAY(SELECT ctid FROM picked))
      AND (q.tableoid, q.ctid) IN (SELECT tableoid, ctid FROM picked)
-     AND q.endpoint_id = $1 AND q.status = 'pending'
+     AND q.endpoint_id = $1 AND q.status = 'pending' AND q.event_id >= $7 AND q.event_id < $8
   RETURNING q.event_id, q.generation, q.attempt_no
 ), found AS (
   -- The events by id, one probe of each day's key: a join hashed every event of the day on
@@ -120,6 +121,16 @@ SELECT set_config('synchronous_commit', 'off', true) AS async_commit, c.event_id
        c.generation AS claimed_generation, c.attempt_no AS claimed_attempt_no,
        e.id, e.merchant_id, e.mode, e.type, e.data_object, e.payload, e.created_at, e.traceparent
   FROM claimed c LEFT JOIN found e ON e.id = c.event_id`;
+
+/**
+ * The event ids an endpoint of `mode` can have queued at `nowMs`: its mode's ids up to a day ahead
+ * of now (ids are minted at their event's time, by clocks a day apart at most). Planned with the
+ * claim, the range leaves out the other mode's day partitions and the empty days ahead: a claim
+ * otherwise plans and probes every partition of the queue (two a day for 38 days).
+ */
+export function queueIdRange(mode: 'live' | 'test', nowMs: number): [string, string] {
+  return [mode === 'test' ? 'evt_test_' : 'evt_', idBound('evt', mode, nowMs + 86_400_000)];
+}
 
 /**
  * A claimed row: its attempt, with its event as stored (`payload` still compressed: the workflow
@@ -140,6 +151,7 @@ export interface ClaimedRow extends AttemptKey {
 export async function claimDue(
   db: Db,
   endpointId: string,
+  mode: 'live' | 'test',
   batch: string,
   nowMs: number,
   limit: number,
@@ -152,6 +164,7 @@ export async function claimDue(
     new Date(nowMs),
     limit,
     new Date(nowMs + CLAIM_LEASE_MS),
+    ...queueIdRange(mode, nowMs),
   ]);
   return rows.map(({ async_commit: _, claimed_event_id, claimed_generation, claimed_attempt_no, ...event }) => ({
     eventId: claimed_event_id,

@@ -6,6 +6,8 @@ import { createDb, type Db } from '../../src/db/knex';
 import { randomString, timeOrderedBody } from '../../src/lib/ids';
 import { createMerchant } from '../../src/ops/merchants';
 import { eventDeliveries } from '../../src/webhooks/event-deliveries';
+import { CLAIM_SQL, queueIdRange } from '../../src/webhooks/queue';
+import { unpreparedQuery } from '../../src/db/prepared';
 import { RunEnv, runEnvFile } from '../helpers/run-env';
 
 /**
@@ -217,6 +219,25 @@ describe('by-id reads of the event log', () => {
     // Without a bound every day is read: the assertion can fail.
     const unbounded = await partitionsRead(db, 'SELECT * FROM events WHERE id = ?', [id]);
     expect(unbounded.length).toBeGreaterThan(2);
+  });
+
+  it("a claim plans only its endpoint's mode and the days up to tomorrow of the queue", async () => {
+    const queueDays = async (mode: 'live' | 'test') => {
+      const now = Date.now();
+      const values = ['we_x', 'batch', 10, new Date(now), 10, new Date(now + 60_000), ...queueIdRange(mode, now)];
+      const { rows } = await unpreparedQuery<{ 'QUERY PLAN': string }>(db, `EXPLAIN (COSTS OFF) ${CLAIM_SQL}`, values);
+      const named = rows.flatMap((r) => r['QUERY PLAN'].match(/\bwebhook_queue_d\d{8}_(live|test)\b/g) ?? []);
+      return [...new Set(named)];
+    };
+    const tomorrow = utcDayName(Date.now() + DAY);
+    for (const mode of ['live', 'test'] as const) {
+      const days = await queueDays(mode);
+      expect(days.length).toBeGreaterThan(0);
+      expect(days.filter((t) => !t.endsWith(`_${mode}`))).toEqual([]);
+      expect(days.filter((t) => t.slice('webhook_queue_d'.length, -5) > tomorrow)).toEqual([]);
+    }
+    // Every partition of the queue exists a week ahead, both modes: the range is what leaves them out.
+    expect(await exists(db, `webhook_queue_d${utcDayName(Date.now() + 3 * DAY)}_live`)).toBe(true);
   });
 
   it('a day made takes over the events written ahead of it into the default partition', async () => {
