@@ -66,6 +66,7 @@ async function main(): Promise<void> {
 
   const done: Array<{ endpointId: string; row: Claimed; result: SendResult }> = [];
   let recorded = 0;
+  let resent = 0;
   let failure: unknown;
   let recording: Promise<void> | undefined;
   /** Records what finished so far, one transaction per pass, until nothing is left. */
@@ -144,13 +145,22 @@ async function main(): Promise<void> {
             [secret],
             Math.floor(Date.now() / 1000),
           );
-          void postWebhook(endpoint.target, body, headers, { agent, timeoutMs: DELIVERY_TIMEOUT_MS }).then((result) => {
-            sending--;
-            if (result.error) failure ??= new Error(`durable floor POST failed: ${result.error}`);
-            done.push({ endpointId: endpoint.id, row, result });
-            recordSoon();
-            ring();
-          });
+          const post = () => postWebhook(endpoint.target, body, headers, { agent, timeoutMs: DELIVERY_TIMEOUT_MS });
+          // A pooled socket the receiver closed as it was reused answers with a reset: sent again
+          // at once (our pipeline records it and retries), counted; any other failure ends the run.
+          void post()
+            .then(async (first) => {
+              if (first.error !== 'connection_reset') return first;
+              resent++;
+              return post();
+            })
+            .then((result) => {
+              sending--;
+              if (result.error) failure ??= new Error(`durable floor POST failed: ${result.error}`);
+              done.push({ endpointId: endpoint.id, row, result });
+              recordSoon();
+              ring();
+            });
         }
         if (rows.length > 0) continue;
       }
@@ -181,7 +191,7 @@ async function main(): Promise<void> {
   await consumers;
   while (recorded < total && failure === undefined) await nextRing();
   if (failure !== undefined) throw failure;
-  process.stdout.write(`${JSON.stringify({ startedAt, recordedAt: Date.now(), delivered: recorded })}\n`);
+  process.stdout.write(`${JSON.stringify({ startedAt, recordedAt: Date.now(), delivered: recorded, resent })}\n`);
   agent.destroy();
   await db.destroy();
 }
