@@ -12,6 +12,7 @@ import { webhookRuntime } from '../../src/webhooks/runtime';
 import { workerTracingOptions } from '../../src/telemetry/temporal';
 import { call, TestResponse } from './http';
 import { listen, readRunEnv, Stack } from './stack';
+import { eventsAbout } from './events';
 
 /**
  * Shared by the tests of paying a session: a merchant's session, the shopper's calls on the
@@ -150,8 +151,7 @@ const taskOut = (history: temporal.api.history.v1.IHistory) =>
   );
 
 /** The events of `type` recorded about session `sessionId`, oldest first. */
-export const sessionEvents = (db: Db, sessionId: string, type: string) =>
-  db('events').where({ type }).whereRaw("data_object->>'id' = ?", [sessionId]).orderBy('created_at').orderBy('id');
+export const sessionEvents = (db: Db, sessionId: string, type: string) => eventsAbout(db, sessionId, type);
 
 /**
  * A Checkout API of its own beside the stack (same Temporal server and clock, its own task queue,

@@ -17,6 +17,7 @@ import {
 } from '../helpers/checkout-payments';
 import { keepHistory } from '../helpers/histories';
 import { startStack, Stack } from '../helpers/stack';
+import { eventsAbout } from '../helpers/events';
 
 /**
  * Every timing path of a payment attempt on the time-skipping server, asserted to the second: the
@@ -221,7 +222,7 @@ describe('an attempt pending across expires_at', () => {
     await untilStatus(attemptId, 'failed');
     const session = await sessionRead(s.id);
     expect(session.status).toBe('expired');
-    const events = await stack.db('events').whereRaw("data_object->>'id' = ?", [s.id]).orderBy('id');
+    const events = await eventsAbout(stack.db, s.id);
     expect(events.map((e) => [e.type, e.data_object.status])).toEqual([
       ['payment.attempt.failed', 'open'],
       ['checkout.session.expired', 'expired'],

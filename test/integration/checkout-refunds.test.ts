@@ -20,6 +20,7 @@ import {
 } from '../helpers/checkout-payments';
 import { keepHistory } from '../helpers/histories';
 import { EXPECTED_FAILURE, startStack, Stack } from '../helpers/stack';
+import { eventsAbout } from '../helpers/events';
 
 /**
  * Refunds: `POST /v1/refunds` (Idempotency-Key, the captured ceiling under concurrency, nothing
@@ -41,8 +42,7 @@ const getRefund = (key: string, id: string) => call(stack.baseUrl, 'GET', `/v1/r
 const listRefunds = (key: string, query = '') => call(stack.baseUrl, 'GET', `/v1/refunds${query}`, { key });
 const sessionRead = async (m: Merchant, id: string) =>
   (await call(stack.baseUrl, 'GET', `/v1/checkout/sessions/${id}`, { key: m.secretKey })).body;
-const refundEvents = (refundId: string) =>
-  stack.db('events').whereRaw("data_object->>'id' = ?", [refundId]).orderBy('id');
+const refundEvents = (refundId: string) => eventsAbout(stack.db, refundId);
 
 /** A session paid on the test gateway (Succeed button), as the shopper would. */
 async function paidSession(m: Merchant, over: Record<string, unknown> = {}) {

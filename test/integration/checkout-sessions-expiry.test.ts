@@ -5,6 +5,7 @@ import { buildMerchant } from '../helpers/factories';
 import { call, TestResponse } from '../helpers/http';
 import { startStack, Stack } from '../helpers/stack';
 import { keepHistory } from '../helpers/histories';
+import { eventsAbout } from '../helpers/events';
 
 /**
  * The session workflow on the time-skipping server: it starts with the session, holds the timer
@@ -70,8 +71,7 @@ async function sleepToJustBefore(id: string): Promise<void> {
 const status = async (key: string, id: string) =>
   (await call(stack.baseUrl, 'GET', `/v1/checkout/sessions/${id}`, { key })).body.status;
 const expire = (key: string, id: string) => call(stack.baseUrl, 'POST', `/v1/checkout/sessions/${id}/expire`, { key });
-const expiredEvents = (sessionId: string) =>
-  stack.db('events').where({ type: 'checkout.session.expired' }).whereRaw("data_object->>'id' = ?", [sessionId]);
+const expiredEvents = (sessionId: string) => eventsAbout(stack.db, sessionId, 'checkout.session.expired');
 
 /** Polls `check` in real time (activities need it to finish) until it holds. */
 async function until(check: () => Promise<boolean>, what: string): Promise<void> {

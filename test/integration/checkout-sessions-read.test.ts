@@ -6,6 +6,7 @@ import { setMerchantMethod } from '../../src/ops/merchant-methods';
 import { buildMerchant } from '../helpers/factories';
 import { call, TestResponse } from '../helpers/http';
 import { startStack, Stack } from '../helpers/stack';
+import { decodeEventRow } from '../../src/checkout/event-payload';
 
 /** Session reads, the session list, `/expire`, `GET /v1/payment_methods`, isolation and scopes. */
 let stack: Stack;
@@ -122,7 +123,9 @@ describe('POST /v1/checkout/sessions/{id}/expire', () => {
     }
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ ...session, status: 'expired', updated_at: at.toISOString() });
-    const events = await stack.db('events').where({ merchant_id: m.merchantId, type: 'checkout.session.expired' });
+    const events = (
+      await stack.db('events').where({ merchant_id: m.merchantId, type: 'checkout.session.expired' })
+    ).map(decodeEventRow);
     expect(events).toHaveLength(1);
     expect(events[0].data_object).toEqual(res.body);
     expect(new Date(events[0].created_at).toISOString()).toBe(at.toISOString());

@@ -7,6 +7,7 @@ import { createCheckoutKey } from '../../src/ops/checkout-keys';
 import { buildMerchant } from '../helpers/factories';
 import { call, TestResponse } from '../helpers/http';
 import { startStack, Stack } from '../helpers/stack';
+import { eventsAbout } from '../helpers/events';
 
 /**
  * `POST /v1/checkout/sessions`: Idempotency-Key semantics on the real route, and reconciliation on
@@ -50,8 +51,7 @@ function expectError(res: TestResponse, status: number, code: string, details: u
 /** Sessions and expired events of one reference id, straight from Postgres. */
 const sessionsOf = (merchantId: string, referenceId: string) =>
   stack.db('checkout_sessions').where({ merchant_id: merchantId, reference_id: referenceId }).orderBy('created_at');
-const expiredEventsOf = (sessionId: string) =>
-  stack.db('events').where({ type: 'checkout.session.expired' }).whereRaw("data_object->>'id' = ?", [sessionId]);
+const expiredEventsOf = (sessionId: string) => eventsAbout(stack.db, sessionId, 'checkout.session.expired');
 
 describe('Idempotency-Key on create', () => {
   it('is required: 400 idempotency_key_required without one', async () => {
