@@ -63,6 +63,8 @@ export async function startBenchEnvironment(
     steps.push(() => pg.stop());
     const database = `svc_bench_${Date.now()}`;
     const admin = new PgClient({ connectionString: pg.adminUrl });
+    // The embedded server's shutdown at exit may end this idle connection first: not an error here.
+    admin.on('error', (err) => log(`admin connection: ${err.message}`));
     await admin.connect();
     await admin.query(`CREATE DATABASE ${database}`);
     steps.push(async () => {
