@@ -14,7 +14,16 @@ import {
   recordedAttempts,
 } from '../src/webhooks/record';
 import type { EndpointRow } from '../src/webhooks/endpoint-row';
-import { adopt, advance, claimDue, ClaimedRow, enqueue, queueState, takePending } from '../src/webhooks/queue';
+import {
+  adopt,
+  advance,
+  claimDue,
+  ClaimedRow,
+  dropClaimed,
+  enqueue,
+  queueState,
+  takePending,
+} from '../src/webhooks/queue';
 import type { WebhookRuntime } from '../src/webhooks/runtime';
 import { DELIVERY_TIMEOUT_MS } from '../src/webhooks/schedule';
 import { inStoredTrace } from '../src/telemetry/propagation';
@@ -222,7 +231,13 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices }: 
       /** Sends (or refuses) one claim's rows, then hands them to the recorder. */
       const send = async (current: EndpointRow, claimed: ClaimedRow[], atMs: number) => {
         const todo = claimed.flatMap((c) => (c.event ? [{ ...c, event: c.event }] : []));
-        // A purged event's row goes with it: nothing to send or record.
+        // A purged event's row leaves the queue: nothing to send or record.
+        await dropClaimed(
+          db,
+          endpointId,
+          batch,
+          claimed.filter((c) => !c.event),
+        );
         inFlight -= claimed.length - todo.length;
         // The address is checked once per URL for the whole activity, not once per claim.
         if (current.status === 'enabled' && checked?.url !== current.url)
@@ -243,10 +258,7 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices }: 
             announced = false;
             const atMs = at();
             // The first claim takes back what this batch still holds (a retry); later ones must not.
-            const claimed = await withClaimedEvents(
-              db,
-              await claimDue(db, endpointId, endpoint.mode, batch, atMs, free, firstClaim),
-            );
+            const claimed = await withClaimedEvents(db, await claimDue(db, endpointId, batch, atMs, free, firstClaim));
             firstClaim = false;
             if (claimed.length > 0) {
               inFlight += claimed.length;

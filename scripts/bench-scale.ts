@@ -25,7 +25,7 @@ import { benchServiceEnv, startWorkerAndApi } from './bench/services';
  * database and a `temporal server start-dev` of its own, with the API and the worker as child
  * processes (as `npm run api` and `npm run worker` run them), it measures each route over HTTP
  * (one request at a time on one keep-alive socket), preloads the tables with SQL (SCALE=1: 5 M
- * events with a delivery and a queue row each, 1 M sessions, 1.2 M attempts, 2 M idempotency
+ * events with a delivery row each and their pending retries queued, 1 M sessions, 1.2 M attempts, 2 M idempotency
  * records, 200 k products with 1 M variants and their stock, 500 k orders; SCALE multiplies every
  * count, 0.05 for a quick run), runs VACUUM ANALYZE, and measures the same routes with the same
  * fixtures again. Each route's empty figure is its floor: the table prints loaded ÷ empty for p50
@@ -489,10 +489,6 @@ async function main(): Promise<void> {
     await pg.query(
       `INSERT INTO event_deliveries (event_id, endpoint_id, generation, attempt_no, merchant_id, mode, status_code, delivered_at, created_at)
        SELECT id, 'we_old', 0, 1, merchant_id, mode, 200, created_at, created_at ${old}`,
-    );
-    await pg.query(
-      `INSERT INTO webhook_queue (event_id, endpoint_id, generation, status, attempt_no, created_at, updated_at)
-       SELECT id, 'we_old', 0, 'delivered', 1, created_at, created_at ${old}`,
     );
     await pg.query(`SET session_replication_role = origin`);
     await pg.query('VACUUM ANALYZE events, event_deliveries, webhook_queue');

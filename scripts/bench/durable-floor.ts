@@ -95,8 +95,7 @@ async function main(): Promise<void> {
           ],
         );
         await trx.raw(
-          `UPDATE webhook_queue q SET status = 'delivered', next_attempt_at = NULL, claim = NULL, updated_at = now()
-             FROM unnest(?::text[], ?::text[], ?::bigint[]) AS d(event_id, endpoint_id, generation)
+          `DELETE FROM webhook_queue q USING unnest(?::text[], ?::text[], ?::bigint[]) AS d(event_id, endpoint_id, generation)
             WHERE q.event_id = d.event_id AND q.endpoint_id = d.endpoint_id AND q.generation = d.generation`,
           [batch.map((b) => b.row.event_id), batch.map((b) => b.endpointId), batch.map((b) => b.row.generation)],
         );
@@ -124,10 +123,10 @@ async function main(): Promise<void> {
         const { rows } = (await db.raw(
           `WITH due AS (
              SELECT ctid FROM webhook_queue
-              WHERE endpoint_id = ? AND status = 'pending' AND next_attempt_at <= now()
+              WHERE endpoint_id = ? AND next_attempt_at <= now()
               ORDER BY next_attempt_at LIMIT ? FOR UPDATE SKIP LOCKED
            ), claimed AS (
-             UPDATE webhook_queue q SET claim = ?, next_attempt_at = now() + interval '2 minutes', updated_at = now()
+             UPDATE webhook_queue q SET claim = ?, next_attempt_at = now() + interval '2 minutes'
               WHERE q.ctid = ANY (ARRAY(SELECT ctid FROM due))
              RETURNING q.event_id, q.generation, q.attempt_no
            )

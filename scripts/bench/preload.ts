@@ -111,10 +111,13 @@ export async function preload(
     [],
   );
   await step(
-    'webhook_queue (one per event, delivered)',
-    `INSERT INTO webhook_queue (event_id, endpoint_id, generation, status, attempt_no, next_attempt_at, created_at, updated_at)
-     SELECT id, 'we_load_' || merchant_id, 0, 'delivered', 1, NULL, created_at + interval '10 ms', created_at + interval '80 ms'
-       FROM events WHERE created_at < now() - interval '50 minutes'`,
+    // The queue holds pending rows only (finished ones are deleted): retries of the last three
+    // days waiting at a failing endpoint, one event in a thousand.
+    'webhook_queue (retries pending: one event in 1,000 of the last 3 days)',
+    `INSERT INTO webhook_queue (event_id, endpoint_id, generation, attempt_no, next_attempt_at, created_at)
+     SELECT id, 'we_load_' || merchant_id, 0, 4, now() + interval '1 hour', created_at + interval '10 ms'
+       FROM events WHERE created_at > now() - interval '3 days' AND created_at < now() - interval '50 minutes'
+        AND hashtext(id) % 1000 = 0`,
     [],
   );
 

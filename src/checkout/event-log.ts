@@ -1,16 +1,18 @@
 import type { Knex } from 'knex';
 import type { Db } from '../db/knex';
+import { purgeBefore } from '../webhooks/queue';
 
 /**
  * The event log's days (migrations/20261125200000_partitioned_event_log.ts): `events` by
- * created_at, `event_deliveries` and `webhook_queue` by event id, one partition a UTC day
- * (`events_d20261125`, `event_deliveries_d20261125_live` and `_test`, …), made ahead of need and
- * dropped whole past retention; and the tables from before the cut-over (`<table>_legacy`, the
- * DEFAULT partitions), purged in bounded batches until they can be dropped.
+ * created_at, `event_deliveries` by event id, one partition a UTC day (`events_d20261125`,
+ * `event_deliveries_d20261125_live` and `_test`, …), made ahead of need and dropped whole past
+ * retention; the tables from before the cut-over (`<table>_legacy`, the DEFAULT partitions),
+ * purged in bounded batches until they can be dropped; and the pending webhook rows of events past
+ * retention (the queue holds pending rows only: 20261126030000_pending_queue), deleted in batches.
  */
 
 /** The tables of the event log, the event's own first. */
-const TABLES = ['events', 'event_deliveries', 'webhook_queue'] as const;
+const TABLES = ['events', 'event_deliveries'] as const;
 const DAY_MS = 24 * 60 * 60 * 1000;
 /** Days made ahead of today: a janitor down for less than this never stops an event being written. */
 export const EVENT_DAYS_AHEAD = 7;
@@ -24,12 +26,14 @@ const LEGACY_BATCHES_PER_SWEEP = 200;
 export interface EventLogSweep {
   /** Days whose partitions were made. */
   daysCreated: number;
-  /** Partitions dropped (three tables, so up to five a day). */
+  /** Partitions dropped (two tables, so up to three a day). */
   partitionsDropped: number;
   /** Events deleted from the legacy table, with their rows. */
   legacyEvents: number;
   /** Whether the legacy tables were dropped in this pass. */
   legacyDropped: boolean;
+  /** Pending webhook rows of events past retention, deleted. */
+  queueRowsPurged: number;
   /** DDL that found its lock taken (retried at the next sweep). */
   lockTimeouts: number;
 }
@@ -82,7 +86,7 @@ const legacyExists = async (db: Db): Promise<boolean> =>
  * Makes the missing days from today (or the oldest day made) to EVENT_DAYS_AHEAD past `nowMs`, drops the days wholly
  * older than `cutoffMs`, and purges the legacy tables (batches of LEGACY_BATCH events with their
  * rows, at most LEGACY_BATCHES_PER_SWEEP) until they hold nothing and nothing can land in them,
- * then drops them. Harmless run twice, late or early: every step is by name and idempotent.
+ * then drops them, and deletes the queue rows of events older than `cutoffMs`. Harmless run twice, late or early: every step is by name and idempotent.
  */
 export async function sweepEventLog(db: Db, nowMs: number, cutoffMs: number): Promise<EventLogSweep> {
   const out: EventLogSweep = {
@@ -90,6 +94,7 @@ export async function sweepEventLog(db: Db, nowMs: number, cutoffMs: number): Pr
     partitionsDropped: 0,
     legacyEvents: 0,
     legacyDropped: false,
+    queueRowsPurged: 0,
     lockTimeouts: 0,
   };
   const partitions = await dailyPartitions(db);
@@ -121,8 +126,6 @@ export async function sweepEventLog(db: Db, nowMs: number, cutoffMs: number): Pr
            RETURNING id
          ), deliveries AS (
            DELETE FROM event_deliveries_legacy WHERE event_id IN (SELECT id FROM gone)
-         ), queued AS (
-           DELETE FROM webhook_queue_legacy WHERE event_id IN (SELECT id FROM gone)
          )
          SELECT count(*)::int AS n FROM gone`,
         [new Date(cutoffMs)],
@@ -134,7 +137,7 @@ export async function sweepEventLog(db: Db, nowMs: number, cutoffMs: number): Pr
     const oldest = eventDays.length > 0 ? Math.min(...eventDays) : Infinity;
     const { rows } = await db.raw(`SELECT NOT EXISTS (SELECT 1 FROM events_legacy) AS empty`);
     if (rows[0].empty && oldest <= cutoffMs) {
-      if ((await ddl(db, 'DROP TABLE events_legacy, event_deliveries_legacy, webhook_queue_legacy')) === 'ok') {
+      if ((await ddl(db, 'DROP TABLE events_legacy, event_deliveries_legacy')) === 'ok') {
         out.legacyDropped = true;
       } else out.lockTimeouts++;
     }
@@ -152,6 +155,7 @@ export async function sweepEventLog(db: Db, nowMs: number, cutoffMs: number): Pr
     );
   }
 
+  out.queueRowsPurged = await purgeBefore(db, cutoffMs, LEGACY_BATCHES_PER_SWEEP);
   for (const p of partitions.filter((x) => x.day + DAY_MS <= cutoffMs)) {
     if ((await ddl(db, 'DROP TABLE IF EXISTS ??', [p.name])) === 'ok') out.partitionsDropped++;
     else out.lockTimeouts++;

@@ -12,8 +12,3 @@ export function base32(value: number, digits: number): string {
   }
   return out;
 }
-
-/** The least id newId(`prefix`, `mode`) can make at `ms` or later (as SQL's event_log_id_bound). */
-export function idBound(prefix: string, mode: 'live' | 'test' | undefined, ms: number): string {
-  return `${prefix}_${mode === 'test' ? 'test_' : ''}${base32(ms, 10)}`;
-}

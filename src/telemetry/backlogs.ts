@@ -24,14 +24,13 @@ const unsentOutbox = (kind: 'sms' | 'email') =>
 /**
  * One statement, each part served by an index (EXPLAIN in test/integration/telemetry-backlogs.test.ts):
  * counts walk only the pending entries of a partial index, up to BACKLOG_COUNT_CAP; ages read the
- * first entry of one (webhook_queue_pending_due, one per day of the partitioned queue, merged in
- * order; outbox_unsent; the handoffs' primary key). A claimed row's next_attempt_at is its lease's
+ * first entry of one (webhook_queue_pending_due; outbox_unsent; the handoffs' primary key). A claimed row's next_attempt_at is its lease's
  * end, so a delivery being sent is not due.
  */
 export const BACKLOG_STATEMENT = `SELECT
-  (SELECT count(*) FROM (SELECT 1 FROM webhook_queue WHERE status = 'pending' LIMIT ${BACKLOG_COUNT_CAP}) w) AS webhook_pending,
+  (SELECT count(*) FROM (SELECT 1 FROM webhook_queue LIMIT ${BACKLOG_COUNT_CAP}) w) AS webhook_pending,
   (SELECT extract(epoch FROM now() - next_attempt_at) FROM webhook_queue
-    WHERE status = 'pending' AND next_attempt_at <= now() ORDER BY next_attempt_at LIMIT 1) AS webhook_oldest,
+    WHERE next_attempt_at <= now() ORDER BY next_attempt_at LIMIT 1) AS webhook_oldest,
   (SELECT count(*) FROM (SELECT 1 FROM workflow_handoffs LIMIT ${BACKLOG_COUNT_CAP}) h) AS handoffs_pending,
   (SELECT extract(epoch FROM now() - created_at) FROM workflow_handoffs ORDER BY id LIMIT 1) AS handoff_oldest,
   (SELECT count(*) FROM (SELECT 1 ${unsentOutbox('sms')} LIMIT ${BACKLOG_COUNT_CAP}) s) AS sms_pending,

@@ -27,9 +27,8 @@ export async function fastForwardEndpoint(
       .returning('*');
     if (!moved) throw endpointNotFound();
     await trx('webhook_queue')
-      .where({ endpoint_id: endpointId, status: 'pending' })
+      .where({ endpoint_id: endpointId })
       .whereNull('claim')
-      .whereNotNull('next_attempt_at')
       .update({ next_attempt_at: earlier('next_attempt_at') });
     const [target] = await wakeTargets(trx, [endpointId]);
     return { endpoint: moved, pending: await recordHandoff(trx, scope, { kind: 'endpoint_wake', endpoint: target }) };

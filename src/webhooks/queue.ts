@@ -2,14 +2,14 @@
 import type { Db } from '../db/knex';
 import { preparedQuery, unpreparedQuery } from '../db/prepared';
 import type { EventRow } from '../checkout/events';
-import { idBound } from '../lib/id-time';
 import type { AttemptKey, AttemptResult } from './record';
 
 /**
- * The webhook delivery queue in Postgres (`webhook_queue`): one row per (event, endpoint,
- * generation) with its status, its next attempt and when it is due. The dispatcher, redelivery and
- * replay insert rows; the endpoint's workflow only decides when to look, and its `deliverDue`
- * activity claims due rows, sends them and moves them on in the transaction that records the attempt.
+ * The webhook delivery queue in Postgres (`webhook_queue`): one row per pending (event, endpoint,
+ * generation) with its next attempt and when it is due. The dispatcher, redelivery and replay
+ * insert rows; the endpoint's workflow only decides when to look, and its `deliverDue` activity
+ * claims due rows, sends them and, in the transaction that records the attempt, moves each to its
+ * retry or deletes it (20261126030000_pending_queue: the table is as large as the backlog).
  */
 
 /** A claimed row lapses after this long (the batch died without recording): it is due again. */
@@ -23,8 +23,9 @@ export interface QueueEntry {
 
 /**
  * Queues attempt 1 of each entry in `generation`, due now (the database's clock: never later than
- * workflow time); an entry already queued in that generation is left as it is. Returns how many
- * rows each endpoint got.
+ * workflow time); an entry already queued in that generation is left as it is: still pending (its
+ * row), or attempted (its attempts, recorded in the transaction that deleted its row), so an event
+ * dispatched twice is delivered once. Returns how many rows each endpoint got.
  */
 export async function enqueue(
   db: Db,
@@ -36,12 +37,30 @@ export async function enqueue(
   const { rows } = await db.raw(
     `INSERT INTO webhook_queue (event_id, endpoint_id, generation, next_attempt_at)
      SELECT q.event_id, q.endpoint_id, ?, now() FROM unnest(?::text[], ?::text[]) AS q(event_id, endpoint_id)
+      WHERE NOT EXISTS (SELECT 1 FROM event_deliveries d
+                         WHERE d.event_id = q.event_id AND d.endpoint_id = q.endpoint_id AND d.generation = ?
+                           -- The ids' range in each mode: planned over those days' partitions only.
+                           AND ((d.event_id >= ? AND d.event_id <= ?) OR (d.event_id >= ? AND d.event_id <= ?)))
      ON CONFLICT DO NOTHING
      RETURNING endpoint_id`,
-    [generation, entries.map((e) => e.eventId), entries.map((e) => e.endpointId)],
+    [
+      generation,
+      entries.map((e) => e.eventId),
+      entries.map((e) => e.endpointId),
+      generation,
+      ...idRange(entries.filter((e) => !e.eventId.startsWith('evt_test_'))),
+      ...idRange(entries.filter((e) => e.eventId.startsWith('evt_test_'))),
+    ],
   );
   for (const { endpoint_id: id } of rows as Array<{ endpoint_id: string }>) counts.set(id, (counts.get(id) ?? 0) + 1);
   return counts;
+}
+
+/** The least and greatest event id of `entries` (an empty range when there are none). */
+function idRange(entries: readonly QueueEntry[]): [string, string] {
+  if (entries.length === 0) return ['~', ''];
+  const ids = entries.map((e) => e.eventId).sort();
+  return [ids[0], ids[ids.length - 1]];
 }
 
 /** Adopts deliveries that were pending elsewhere (the old workflow type's queue) at their attempt and due time. */
@@ -79,18 +98,15 @@ type Joined = EventRow & {
 
 /**
  * The claim (`$1` endpoint, `$2` batch, `$3` held rows to take back, `$4` now, `$5` limit, `$6`
- * the lease's end, `$7`–`$8` the event ids it may hold: queueIdRange), planned on each call with its values (a cached generic plan of it is at the
+ * the lease's end), planned on each call with its values (a cached generic plan of it is at the
  * mercy of the queue's statistics: it may take the all-endpoints due index, or sort every due row
  * of a backlog on each claim).
  */
 export const CLAIM_SQL = `WITH held AS (
-  SELECT tableoid, ctid FROM webhook_queue
-   WHERE claim = $2 AND endpoint_id = $1 AND status = 'pending' AND event_id >= $7 AND event_id < $8
-   LIMIT $3
-   FOR UPDATE
+  SELECT ctid FROM webhook_queue WHERE claim = $2 AND endpoint_id = $1 LIMIT $3 FOR UPDATE
 ), due AS (
-  SELECT tableoid, ctid FROM webhook_queue
-   WHERE endpoint_id = $1 AND status = 'pending' AND next_attempt_at <= $4 AND event_id >= $7 AND event_id < $8
+  SELECT ctid FROM webhook_queue
+   WHERE endpoint_id = $1 AND next_attempt_at <= $4
    ORDER BY next_attempt_at
    LIMIT $5
    FOR UPDATE SKIP LOCKED
@@ -98,12 +114,9 @@ export const CLAIM_SQL = `WITH held AS (
   SELECT * FROM held UNION SELECT * FROM due LIMIT $5
 ), claimed AS (
   -- By the locked rows' tuple ids: a join on the key lets a stale row estimate (the queue
-  -- grows fast) plan a walk over every pending row of the endpoint. A tuple id names a row
-  -- within one partition only, so the pair with the partition's oid is what matches.
-  UPDATE webhook_queue q SET claim = $2, next_attempt_at = $6, updated_at = now()
-   WHERE q.ctid = ANY (ARRAY(SELECT ctid FROM picked))
-     AND (q.tableoid, q.ctid) IN (SELECT tableoid, ctid FROM picked)
-     AND q.endpoint_id = $1 AND q.status = 'pending' AND q.event_id >= $7 AND q.event_id < $8
+  -- grows fast) plan a walk over every pending row of the endpoint.
+  UPDATE webhook_queue q SET claim = $2, next_attempt_at = $6
+   WHERE q.ctid = ANY (ARRAY(SELECT ctid FROM picked)) AND q.endpoint_id = $1
   RETURNING q.event_id, q.generation, q.attempt_no
 ), found AS (
   -- The events by id, one probe of each day's key: a join hashed every event of the day on
@@ -121,16 +134,6 @@ SELECT set_config('synchronous_commit', 'off', true) AS async_commit, c.event_id
        c.generation AS claimed_generation, c.attempt_no AS claimed_attempt_no,
        e.id, e.merchant_id, e.mode, e.type, e.data_object, e.payload, e.created_at, e.traceparent
   FROM claimed c LEFT JOIN found e ON e.id = c.event_id`;
-
-/**
- * The event ids an endpoint of `mode` can have queued at `nowMs`: its mode's ids up to a day ahead
- * of now (ids are minted at their event's time, by clocks a day apart at most). Planned with the
- * claim, the range leaves out the other mode's day partitions and the empty days ahead: a claim
- * otherwise plans and probes every partition of the queue (two a day for 38 days).
- */
-export function queueIdRange(mode: 'live' | 'test', nowMs: number): [string, string] {
-  return [mode === 'test' ? 'evt_test_' : 'evt_', idBound('evt', mode, nowMs + 86_400_000)];
-}
 
 /**
  * A claimed row: its attempt, with its event as stored (`payload` still compressed: the workflow
@@ -151,7 +154,6 @@ export interface ClaimedRow extends AttemptKey {
 export async function claimDue(
   db: Db,
   endpointId: string,
-  mode: 'live' | 'test',
   batch: string,
   nowMs: number,
   limit: number,
@@ -164,7 +166,6 @@ export async function claimDue(
     new Date(nowMs),
     limit,
     new Date(nowMs + CLAIM_LEASE_MS),
-    ...queueIdRange(mode, nowMs),
   ]);
   return rows.map(({ async_commit: _, claimed_event_id, claimed_generation, claimed_attempt_no, ...event }) => ({
     eventId: claimed_event_id,
@@ -175,10 +176,10 @@ export async function claimDue(
 }
 
 /**
- * Moves claimed rows on after their attempts were recorded (in the same transaction): the next
- * attempt and its due time after a failure with a retry left, otherwise over (`delivered`, `failed`
- * after the last attempt, `cancelled` when nothing was tried). Only rows still held by `batch` at
- * that attempt move.
+ * Moves claimed rows on after their attempts were recorded (in the same transaction): to the next
+ * attempt and its due time after a failure with a retry left, otherwise out of the queue
+ * (delivered, failed after the last attempt, or cancelled when nothing was tried: the attempts
+ * stay recorded in `event_deliveries`). Only rows still held by `batch` at that attempt move.
  */
 export async function advance(
   db: Db,
@@ -187,46 +188,63 @@ export async function advance(
   done: ReadonlyArray<{ key: AttemptKey; result: AttemptResult }>,
 ): Promise<void> {
   if (done.length === 0) return;
-  const status = ({ result }: { result: AttemptResult }) => {
-    if (result.outcome === 'delivered') return 'delivered';
-    if (result.outcome === 'failed') return result.nextRetryAtMs === null ? 'failed' : 'pending';
-    return 'cancelled';
-  };
+  const nextMs = ({ result }: { result: AttemptResult }) =>
+    result.outcome === 'failed' && result.nextRetryAtMs !== null ? String(result.nextRetryAtMs) : null;
   await preparedQuery(db, 'webhook_queue_advance', ADVANCE_SQL, [
     done.map((d) => d.key.eventId),
     done.map((d) => d.key.generation),
     done.map((d) => d.key.attemptNo),
-    done.map(status),
-    done.map((d) => (d.result.nextRetryAtMs === null ? null : String(d.result.nextRetryAtMs))),
+    done.map(nextMs),
     endpointId,
     batch,
   ]);
 }
 
-/** Moves recorded rows on (`advance`), a prepared statement for the same reason as the claim. */
-const ADVANCE_SQL = `UPDATE webhook_queue q
-    SET status = d.status,
-        attempt_no = CASE WHEN d.status = 'pending' THEN q.attempt_no + 1 ELSE q.attempt_no END,
-        next_attempt_at = CASE WHEN d.status = 'pending' THEN to_timestamp(d.next_ms / 1000.0) END,
-        claim = NULL, updated_at = now()
-   FROM unnest($1::text[], $2::bigint[], $3::int[], $4::text[], $5::bigint[])
-        AS d(event_id, generation, attempt_no, status, next_ms)
-  WHERE q.event_id = d.event_id AND q.endpoint_id = $6 AND q.generation = d.generation
-    AND q.attempt_no = d.attempt_no AND q.claim = $7
-    -- The partition key as a parameter: the days the rows are not in are pruned at execution start.
-    AND q.event_id = ANY ($1::text[])`;
+/**
+ * Moves recorded rows on (`advance`): a retry's row to its next attempt, the others deleted. A
+ * prepared statement: its key lookups plan the same whatever the values.
+ */
+const ADVANCE_SQL = `WITH d AS (
+  SELECT * FROM unnest($1::text[], $2::bigint[], $3::int[], $4::bigint[]) AS d(event_id, generation, attempt_no, next_ms)
+), retried AS (
+  UPDATE webhook_queue q
+     SET attempt_no = q.attempt_no + 1, next_attempt_at = to_timestamp(d.next_ms / 1000.0), claim = NULL
+    FROM d
+   WHERE d.next_ms IS NOT NULL AND q.event_id = d.event_id AND q.endpoint_id = $5
+     AND q.generation = d.generation AND q.attempt_no = d.attempt_no AND q.claim = $6
+), over AS (
+  DELETE FROM webhook_queue q USING d
+   WHERE d.next_ms IS NULL AND q.event_id = d.event_id AND q.endpoint_id = $5
+     AND q.generation = d.generation AND q.attempt_no = d.attempt_no AND q.claim = $6
+)
+SELECT 1`;
+
+/** Takes claimed rows whose event is gone (purged) out of the queue: there is nothing to send or record. */
+export async function dropClaimed(
+  db: Db,
+  endpointId: string,
+  batch: string,
+  keys: readonly AttemptKey[],
+): Promise<void> {
+  if (keys.length === 0) return;
+  await db.raw(
+    `DELETE FROM webhook_queue q USING unnest(?::text[], ?::bigint[]) AS k(event_id, generation)
+      WHERE q.event_id = k.event_id AND q.endpoint_id = ? AND q.generation = k.generation AND q.claim = ?`,
+    [keys.map((k) => k.eventId), keys.map((k) => k.generation), endpointId, batch],
+  );
+}
 
 /**
- * Takes up to `limit` of the endpoint's pending rows out of the queue (`cancelled`) and returns
- * them, for recording as `endpoint_deleted`; held rows included (the endpoint is gone).
+ * Takes up to `limit` of the endpoint's pending rows out of the queue and returns them, for
+ * recording as `endpoint_deleted`; held rows included (the endpoint is gone).
  */
 export async function takePending(db: Db, endpointId: string, limit: number): Promise<AttemptKey[]> {
   const { rows } = await db.raw(
-    `UPDATE webhook_queue q SET status = 'cancelled', next_attempt_at = NULL, claim = NULL, updated_at = now()
-       FROM (SELECT event_id, generation FROM webhook_queue
-              WHERE endpoint_id = ? AND status = 'pending' ORDER BY next_attempt_at LIMIT ? FOR UPDATE) p
-      WHERE q.event_id = p.event_id AND q.endpoint_id = ? AND q.generation = p.generation
-     RETURNING q.event_id, q.generation, q.attempt_no`,
+    `DELETE FROM webhook_queue
+      WHERE ctid = ANY (ARRAY(SELECT ctid FROM webhook_queue WHERE endpoint_id = ?
+                               ORDER BY next_attempt_at LIMIT ? FOR UPDATE))
+        AND endpoint_id = ?
+     RETURNING event_id, generation, attempt_no`,
     [endpointId, limit, endpointId],
   );
   return (rows as Array<{ event_id: string; generation: string; attempt_no: number }>).map((r) => ({
@@ -243,9 +261,8 @@ export async function queueState(
   countUpTo: number,
 ): Promise<{ nextDueAtMs: number | null; pending: number }> {
   const { rows } = await db.raw(
-    `SELECT (SELECT min(next_attempt_at) FROM webhook_queue WHERE endpoint_id = ? AND status = 'pending') AS next_due,
-            (SELECT count(*) FROM (SELECT 1 FROM webhook_queue WHERE endpoint_id = ? AND status = 'pending' LIMIT ?) c)
-              AS pending`,
+    `SELECT (SELECT min(next_attempt_at) FROM webhook_queue WHERE endpoint_id = ?) AS next_due,
+            (SELECT count(*) FROM (SELECT 1 FROM webhook_queue WHERE endpoint_id = ? LIMIT ?) c) AS pending`,
     [endpointId, endpointId, countUpTo],
   );
   const [row] = rows as Array<{ next_due: Date | null; pending: string }>;
@@ -268,10 +285,34 @@ export async function overdueEndpoints(
         .select(db.raw('1'))
         .from('webhook_queue as q')
         .whereRaw('q.endpoint_id = e.id')
-        .where('q.status', 'pending')
         .whereRaw(`q.next_attempt_at < now() - make_interval(secs => ?)`, [overdueMs / 1000]),
     )
     .pluck('e.id');
   if (merchantIds) query.whereIn('e.merchant_id', [...merchantIds]);
   return query;
+}
+
+/** Queue rows deleted per statement by the janitor's purge. */
+const PURGE_BATCH = 5_000;
+
+/**
+ * Deletes the rows of events made before `cutoffMs` (past retention: normally none, as retries end
+ * after three days), by id range through the primary key (ids are time-ordered, live ones sorting
+ * before `evt_test_`), at most PURGE_BATCH a statement; returns how many.
+ */
+export async function purgeBefore(db: Db, cutoffMs: number, maxBatches: number): Promise<number> {
+  let total = 0;
+  for (let i = 0; i < maxBatches; i++) {
+    const { rowCount } = await db.raw(
+      `DELETE FROM webhook_queue WHERE ctid = ANY (ARRAY(
+         SELECT ctid FROM webhook_queue
+          WHERE event_id < event_log_id_bound('evt_', ?::timestamptz)
+             OR (event_id >= 'evt_test_' AND event_id < event_log_id_bound('evt_test_', ?::timestamptz))
+          LIMIT ${PURGE_BATCH}))`,
+      [new Date(cutoffMs), new Date(cutoffMs)],
+    );
+    total += rowCount ?? 0;
+    if ((rowCount ?? 0) < PURGE_BATCH) break;
+  }
+  return total;
 }

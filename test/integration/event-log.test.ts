@@ -6,15 +6,14 @@ import { createDb, type Db } from '../../src/db/knex';
 import { randomString, timeOrderedBody } from '../../src/lib/ids';
 import { createMerchant } from '../../src/ops/merchants';
 import { eventDeliveries } from '../../src/webhooks/event-deliveries';
-import { CLAIM_SQL, queueIdRange } from '../../src/webhooks/queue';
-import { unpreparedQuery } from '../../src/db/prepared';
 import { RunEnv, runEnvFile } from '../helpers/run-env';
 
 /**
  * The event log by day (migrations/20261125200000_partitioned_event_log.ts, src/checkout/event-log.ts):
- * a sweep drops the days past retention whole with their deliveries and queue rows, keeps the
- * recent ones readable, keeps a week of days ahead, and is harmless twice or late; the forward
- * migration of a log with events keeps every event, delivery and queue row readable.
+ * a sweep drops the days past retention whole with their deliveries, deletes their pending queue
+ * rows (20261126030000_pending_queue), keeps the recent ones readable, keeps a week of days ahead,
+ * and is harmless twice or late; the forward migrations of a log with events keep every event,
+ * delivery and pending queue row readable.
  */
 const DAY = 24 * 60 * 60 * 1000;
 const run: RunEnv = JSON.parse(readFileSync(runEnvFile(), 'utf8'));
@@ -31,7 +30,7 @@ const ids = Object.fromEntries(
 
 const utcDayName = (ms: number) => new Date(ms).toISOString().slice(0, 10).replace(/-/g, '');
 
-/** Writes one event of `merchantId` at `at`, with a delivery and a delivered queue row, as the app does. */
+/** Writes one event of `merchantId` at `at`, with a failed attempt and its retry pending in the queue, as the app does. */
 async function writeEvent(db: Db, merchantId: string, id: string, at: Date): Promise<void> {
   await db('events').insert({
     id,
@@ -49,15 +48,14 @@ async function writeEvent(db: Db, merchantId: string, id: string, at: Date): Pro
     attempt_no: 1,
     merchant_id: merchantId,
     mode: 'test',
-    status_code: 200,
-    delivered_at: at,
+    status_code: 500,
   });
   await db('webhook_queue').insert({
     event_id: id,
     endpoint_id: 'we_test_log',
     generation: 0,
-    status: 'delivered',
-    next_attempt_at: null,
+    attempt_no: 2,
+    next_attempt_at: new Date(at.getTime() + 60_000),
   });
 }
 
@@ -104,10 +102,10 @@ async function sweepSettled(sweep: ReturnType<typeof createJanitorActivities>, n
   }
 }
 
-/** Whether the UTC day of `ms` has its partitions in all three tables. */
+/** Whether the UTC day of `ms` has its partitions in both tables. */
 async function dayMade(db: Db, ms: number): Promise<boolean> {
   const day = utcDayName(ms);
-  const tables = [`events_d${day}`, `event_deliveries_d${day}_live`, `webhook_queue_d${day}_test`];
+  const tables = [`events_d${day}`, `event_deliveries_d${day}_live`, `event_deliveries_d${day}_test`];
   return (await Promise.all(tables.map((table) => exists(db, table)))).every(Boolean);
 }
 
@@ -161,7 +159,7 @@ describe('on a partitioned database', () => {
     expect(await exists(db, `events_d${utcDayName(NOW - 31 * DAY)}`)).toBe(false);
     // No foreign key takes an event's undelivered rows with its day: the sweep deletes them.
     expect(await undelivered(db, merchantId)).toEqual({ listed: [ids.today], rows: [ids.today] });
-    // Tomorrow's day exists long before midnight, in all three tables, and so does the week after.
+    // Tomorrow's day exists long before midnight, in both tables, and so does the week after.
     for (const ahead of [1, 7]) expect([ahead, await dayMade(db, NOW + ahead * DAY)]).toEqual([ahead, true]);
 
     // Twice: nothing more to do. Late (the janitor down for two days): the days it missed go, the rest stay.
@@ -171,6 +169,7 @@ describe('on a partitioned database', () => {
       partitionsDropped: 0,
       legacyEvents: 0,
       legacyDropped: false,
+      queueRowsPurged: 0,
       lockTimeouts: 0,
     });
     const late = await sweepSettled(sweep, NOW + 2 * DAY);
@@ -221,25 +220,6 @@ describe('by-id reads of the event log', () => {
     expect(unbounded.length).toBeGreaterThan(2);
   });
 
-  it("a claim plans only its endpoint's mode and the days up to tomorrow of the queue", async () => {
-    const queueDays = async (mode: 'live' | 'test') => {
-      const now = Date.now();
-      const values = ['we_x', 'batch', 10, new Date(now), 10, new Date(now + 60_000), ...queueIdRange(mode, now)];
-      const { rows } = await unpreparedQuery<{ 'QUERY PLAN': string }>(db, `EXPLAIN (COSTS OFF) ${CLAIM_SQL}`, values);
-      const named = rows.flatMap((r) => r['QUERY PLAN'].match(/\bwebhook_queue_d\d{8}_(live|test)\b/g) ?? []);
-      return [...new Set(named)];
-    };
-    const tomorrow = utcDayName(Date.now() + DAY);
-    for (const mode of ['live', 'test'] as const) {
-      const days = await queueDays(mode);
-      expect(days.length).toBeGreaterThan(0);
-      expect(days.filter((t) => !t.endsWith(`_${mode}`))).toEqual([]);
-      expect(days.filter((t) => t.slice('webhook_queue_d'.length, -5) > tomorrow)).toEqual([]);
-    }
-    // Every partition of the queue exists a week ahead, both modes: the range is what leaves them out.
-    expect(await exists(db, `webhook_queue_d${utcDayName(Date.now() + 3 * DAY)}_live`)).toBe(true);
-  });
-
   it('a day made takes over the events written ahead of it into the default partition', async () => {
     // A clock 200 days ahead (as a test file's clock that follows its time-skipping server):
     // no day exists there, so the event lands in events_default.
@@ -264,8 +244,7 @@ describe('by-id reads of the event log', () => {
     } finally {
       const name = utcDayName(at.getTime());
       await db.raw(
-        `DROP TABLE IF EXISTS events_d${name}, event_deliveries_d${name}_live, event_deliveries_d${name}_test,
-                              webhook_queue_d${name}_live, webhook_queue_d${name}_test`,
+        `DROP TABLE IF EXISTS events_d${name}, event_deliveries_d${name}_live, event_deliveries_d${name}_test`,
       );
     }
   });
@@ -304,6 +283,14 @@ describe('the forward migration', () => {
     for (const label of ['29 days', 'yesterday', 'today'] as const) {
       await writeEvent(db, merchantId, ids[label], new Date(NOW - ages[label]));
     }
+    // A delivery over: the queue kept such rows before 20261126030000_pending_queue.
+    await db('webhook_queue').insert({
+      event_id: ids.today,
+      endpoint_id: 'we_test_done',
+      generation: 0,
+      status: 'delivered',
+      next_attempt_at: null,
+    });
 
     await db.migrate.latest();
     for (const label of ['29 days', 'yesterday'] as const) {
@@ -317,7 +304,9 @@ describe('the forward migration', () => {
             WHERE c.relname IN ('events', 'event_deliveries', 'webhook_queue') ORDER BY 1`,
         )
       ).rows.map((r: { relname: string }) => r.relname),
-    ).toEqual(['event_deliveries', 'events', 'webhook_queue']);
+    ).toEqual(['event_deliveries', 'events']);
+    // The queue kept its pending rows (below: queued) and none of the finished ones.
+    expect(await db('webhook_queue').where({ endpoint_id: 'we_test_done' })).toEqual([]);
     for (const label of ['29 days', 'yesterday', 'today'] as const) {
       expect([label, await readable(db, merchantId, ids[label])]).toEqual([label, present]);
     }
@@ -362,7 +351,6 @@ describe('the forward migration', () => {
     expect(done.eventLog?.legacyDropped).toBe(true);
     expect(done.undeliveredRows).toBe(1);
     expect(await exists(db, 'events_legacy')).toBe(false);
-    expect(await exists(db, 'webhook_queue_legacy')).toBe(false);
     expect(await exists(db, 'events_default')).toBe(true); // the catch-all the legacy table was
     expect(await readable(db, merchantId, later)).toEqual(present);
   });

@@ -21,18 +21,9 @@ it('reads every backlog through an index, never a sequential scan', async () => 
   });
   expect(plan).not.toMatch(/Seq Scan/);
   for (const index of ['outbox_unsent', 'workflow_handoffs_pkey']) expect(plan).toContain(index);
-  // The queue is partitioned by day: each day's scan uses that day's copy of the partial index
-  // (webhook_queue_pending_due, carried to the partitioned table as webhook_queue_pending_due_p).
-  const { rows } = await db.raw(
-    `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent
-      WHERE p.relname IN ('webhook_queue_pending_due', 'webhook_queue_pending_due_p')`,
-  );
-  const pendingDue = new Set((rows as Array<{ relname: string }>).map((r) => r.relname));
-  const queueIndexes = [...plan.matchAll(/(?:Index Scan|Index Only Scan) using (\S+)|Bitmap Index Scan on (\S+)/g)]
-    .map((m) => m[1] ?? m[2])
-    .filter((name) => name.startsWith('webhook_queue'));
-  expect(queueIndexes.length).toBeGreaterThan(0);
-  expect(queueIndexes.filter((name) => !pendingDue.has(name))).toEqual([]);
+  // The oldest due delivery is the first entry of the queue's next_attempt_at index; the count
+  // walks any of its indexes, up to the cap.
+  expect(plan).toMatch(/Index (?:Only )?Scan using webhook_queue_pending_due on webhook_queue/);
 });
 
 it('counts what waits in each queue, with the age of the oldest, and nothing once it is sent', async () => {

@@ -56,19 +56,33 @@ const stateChange = (merchantId: string, type: 'checkout.session.completed' | 'c
 const deliveries = async (key: string, id: string) =>
   (await call(stack.baseUrl, 'GET', `/v1/events/${id}`, { key })).body.deliveries as any[];
 const queueRows = (endpointId: string) => stack.db('webhook_queue').where({ endpoint_id: endpointId });
+/** How many attempts to the endpoint were delivered (recorded with a 2xx). */
+const deliveredTo = async (endpointId: string) =>
+  Number(
+    (await stack
+      .db('event_deliveries')
+      .where({ endpoint_id: endpointId })
+      .whereBetween('status_code', [200, 299])
+      .count({ c: '*' })
+      .first())!.c,
+  );
 
-it('queues one row per event and endpoint as the dispatcher commits it, and closes the row with the delivery', async () => {
+it('queues one row per event and endpoint as the dispatcher commits it, and deletes the row with the delivery', async () => {
   const m = await webhookMerchant();
   const p = path();
   const endpoint = await createEndpoint(m.secretKey, receiver.url(p));
   const event = await stateChange(m.merchantId, 'checkout.session.completed');
   await receiver.waitFor(1, p);
-  const [row] = await until(
-    () => queueRows(endpoint.id),
-    (rows) => rows[0]?.status === 'delivered',
-    'the row delivered',
+  await until(
+    () => deliveredTo(endpoint.id),
+    (n) => n === 1,
+    'the attempt recorded',
   );
-  expect(row).toMatchObject({ event_id: event.id, generation: 0, attempt_no: 1, next_attempt_at: null, claim: null });
+  // The attempt is recorded (generation 0, attempt 1) and the queue keeps nothing of it.
+  expect(await stack.db('event_deliveries').where({ endpoint_id: endpoint.id })).toEqual([
+    expect.objectContaining({ event_id: event.id, generation: 0, attempt_no: 1, status_code: 200 }),
+  ]);
+  expect(await queueRows(endpoint.id)).toEqual([]);
   const handle = stack.env.client.workflow.getHandle(endpoint.id);
   const described = await handle.describe();
   expect(described.type).toBe(endpointDeliveryWorkflowType);
@@ -105,7 +119,24 @@ it('sends the same attempt again when a worker dies between the POST and the row
   expect(rows).toEqual([expect.objectContaining({ endpoint_id: endpoint.id, attempt_no: 1, status_code: 200 })]);
   await sleep(500);
   expect(receiver.requests.filter((r) => r.path === p)).toHaveLength(2);
-  expect(await queueRows(endpoint.id)).toEqual([expect.objectContaining({ status: 'delivered', attempt_no: 1 })]);
+  expect(await queueRows(endpoint.id)).toEqual([]);
+});
+
+it('takes a row whose event is gone (purged) out of the queue when it claims it, sending nothing', async () => {
+  const m = await webhookMerchant();
+  const p = path();
+  const endpoint = await createEndpoint(m.secretKey, receiver.url(p));
+  const gone = newId('evt', 'test'); // an id of now, with no event behind it
+  await stack.db('webhook_queue').insert({ event_id: gone, endpoint_id: endpoint.id, generation: 0 });
+  const [target] = await wakeTargets(stack.db, [endpoint.id]);
+  await wakeEndpoint(stack.env.client, stack.taskQueue, target, 1);
+  await until(
+    () => queueRows(endpoint.id),
+    (rows) => rows.length === 0,
+    'the row taken out',
+  );
+  expect(receiver.requests.filter((r) => r.path === p)).toEqual([]);
+  expect(await stack.db('event_deliveries').where({ endpoint_id: endpoint.id })).toEqual([]);
 });
 
 describe('replay of a time window', () => {
@@ -252,14 +283,7 @@ it('keeps thousands of pending deliveries in Postgres across several continue-as
     90_000,
   );
   await stack.env.sleep('2 minutes');
-  const delivered = async () =>
-    Number(
-      (await stack
-        .db('webhook_queue')
-        .where({ endpoint_id: endpoint.id, status: 'delivered' })
-        .count({ c: '*' })
-        .first())!.c,
-    );
+  const delivered = () => deliveredTo(endpoint.id);
   await until(delivered, (n) => n === count, 'every retry delivered', 90_000).catch(async () => {
     await stack.env.sleep('6 minutes'); // a retry that timed out on a loaded machine: its next attempt, 5 minutes on
     await until(delivered, (n) => n === count, 'every retry delivered', 90_000);
@@ -271,6 +295,7 @@ it('keeps thousands of pending deliveries in Postgres across several continue-as
   // Every POST the receiver saw is one recorded attempt: nothing sent twice, nothing lost.
   expect(seen.size).toBe(count);
   expect([...seen.values()].reduce((a, b) => a + b, 0)).toBe(rows.length);
+  expect(await queueRows(endpoint.id)).toEqual([]);
   expect(await runsOf(endpoint.id)).toBeGreaterThan(2);
   expect((await handle.describe()).runId).not.toBe(handle.firstExecutionRunId);
   await keepHistory(stack, endpoint.id, 'delivery/queue-continue-as-new', { firstRuns: 2 });
@@ -307,10 +332,11 @@ it('moves an old deliveryWorkflow run’s queue into Postgres, where it continue
   const got = await receiver.waitFor(2, p);
   expect(got.map(eventIdOf).sort()).toEqual(events.map((e) => e.id).sort());
   await until(
-    () => queueRows(endpoint.id),
-    (rows) => rows.length === 2 && rows.every((r) => r.status === 'delivered'),
+    () => deliveredTo(endpoint.id),
+    (n) => n === 2,
     'the adopted rows delivered',
   );
+  expect(await queueRows(endpoint.id)).toEqual([]);
   expect((await stack.env.client.workflow.getHandle(endpoint.id).describe()).type).toBe(endpointDeliveryWorkflowType);
   await keepHistory(stack, endpoint.id, 'delivery/old-type-moves-to-postgres', { firstRuns: 1 });
 });
