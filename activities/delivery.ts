@@ -14,16 +14,7 @@ import {
   recordedAttempts,
 } from '../src/webhooks/record';
 import type { EndpointRow } from '../src/webhooks/endpoint-row';
-import {
-  adopt,
-  advance,
-  claimDue,
-  ClaimedRow,
-  dropClaimed,
-  enqueue,
-  queueState,
-  takePending,
-} from '../src/webhooks/queue';
+import { adopt, advance, claimDue, dropClaimed, enqueue, queueState, takePending } from '../src/webhooks/queue';
 import type { WebhookRuntime } from '../src/webhooks/runtime';
 import { DELIVERY_TIMEOUT_MS } from '../src/webhooks/schedule';
 import { inStoredTrace } from '../src/telemetry/propagation';
@@ -229,7 +220,11 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices }: 
       };
 
       /** Sends (or refuses) one claim's rows, then hands them to the recorder. */
-      const send = async (current: EndpointRow, claimed: ClaimedRow[], atMs: number) => {
+      const send = async (
+        current: EndpointRow,
+        claimed: Array<AttemptKey & { event: EventRow | undefined }>,
+        atMs: number,
+      ) => {
         const todo = claimed.flatMap((c) => (c.event ? [{ ...c, event: c.event }] : []));
         // A purged event's row leaves the queue: nothing to send or record.
         await dropClaimed(

@@ -182,16 +182,20 @@ export async function eventsByIds(
   return [...near, ...far].map(decodeEventRow);
 }
 
-/**
- * Claimed queue rows (src/webhooks/queue.ts claimDue) with their events decoded, and the events not
- * found within their ids' days read from every day; an event purged stays absent.
- */
-export async function withClaimedEvents<
-  T extends { eventId: string; event: (EventRow & { payload?: Buffer | null }) | undefined },
->(db: Db, claimed: readonly T[]): Promise<Array<Omit<T, 'event'> & { event: EventRow | undefined }>> {
-  const missing = claimed.filter((c) => c.event === undefined).map((c) => c.eventId);
-  const far = new Map((await eventsByIds(db, missing)).map((e) => [e.id, e]));
-  return claimed.map((c) => ({ ...c, event: c.event ? decodeEventRow(c.event) : far.get(c.eventId) }));
+/** Claimed queue rows (src/webhooks/queue.ts claimDue) with their events (absent when purged). */
+export async function withClaimedEvents<T extends { eventId: string }>(
+  db: Db,
+  claimed: readonly T[],
+): Promise<Array<T & { event: EventRow | undefined }>> {
+  const events = new Map(
+    (
+      await eventsByIds(
+        db,
+        claimed.map((c) => c.eventId),
+      )
+    ).map((e) => [e.id, e]),
+  );
+  return claimed.map((c) => ({ ...c, event: events.get(c.eventId) }));
 }
 
 /** The merchant's event in `mode`, or null (another merchant's or mode's is null too). */

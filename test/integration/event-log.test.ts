@@ -199,22 +199,11 @@ describe('by-id reads of the event log', () => {
     const id = idAt(Date.now() - 5 * 60_000);
     await writeEvent(db, merchantId, id, new Date(Date.now() - 5 * 60_000));
     const bounds = idTimeBounds([id])!;
-    // eventsByIds (the delivery activity, webhook_undelivered, dropped deliveries) and getEvent.
+    // eventsByIds (the delivery activity's claimed rows, webhook_undelivered, dropped deliveries) and getEvent.
     const byIds = db('events').whereIn('id', [id]).whereBetween('created_at', bounds).toSQL();
     const read = await partitionsRead(db, byIds.sql, byIds.bindings);
     expect(read.length).toBeGreaterThanOrEqual(1);
     expect(read.length).toBeLessThanOrEqual(2);
-    // The claim's join (src/webhooks/queue.ts): bounds from the claimed ids, known only at run time.
-    const claim = await partitionsRead(
-      db,
-      `WITH claimed AS MATERIALIZED (SELECT unnest(?::text[]) AS event_id)
-       SELECT e.id FROM claimed c LEFT JOIN events e ON e.id = c.event_id
-          AND e.created_at >= (SELECT min(event_log_id_time(event_id)) FROM claimed) - interval '1 day'
-          AND e.created_at <= (SELECT max(event_log_id_time(event_id)) FROM claimed) + interval '1 hour'`,
-      [[id]],
-    );
-    expect(claim.length).toBeGreaterThanOrEqual(1);
-    expect(claim.length).toBeLessThanOrEqual(2);
     // Without a bound every day is read: the assertion can fail.
     const unbounded = await partitionsRead(db, 'SELECT * FROM events WHERE id = ?', [id]);
     expect(unbounded.length).toBeGreaterThan(2);
