@@ -1,6 +1,7 @@
 /** Queue and claim: the `webhook_queue` statements (enqueue, claim due rows, advance once recorded, cancel, state). */
 import type { Db } from '../db/knex';
 import { preparedQuery, unpreparedQuery } from '../db/prepared';
+import { eventIdRanges } from '../lib/id-time';
 import type { AttemptKey, AttemptResult } from './record';
 
 /**
@@ -33,33 +34,23 @@ export async function enqueue(
 ): Promise<Map<string, number>> {
   const counts = new Map<string, number>();
   if (entries.length === 0) return counts;
+  const days = eventIdRanges(
+    'd.event_id',
+    entries.map((e) => e.eventId),
+  );
   const { rows } = await db.raw(
     `INSERT INTO webhook_queue (event_id, endpoint_id, generation, next_attempt_at)
      SELECT q.event_id, q.endpoint_id, ?, now() FROM unnest(?::text[], ?::text[]) AS q(event_id, endpoint_id)
       WHERE NOT EXISTS (SELECT 1 FROM event_deliveries d
                          WHERE d.event_id = q.event_id AND d.endpoint_id = q.endpoint_id AND d.generation = ?
-                           -- The ids' range in each mode: planned over those days' partitions only.
-                           AND ((d.event_id >= ? AND d.event_id <= ?) OR (d.event_id >= ? AND d.event_id <= ?)))
+                           -- Planned over the days of these ids only.
+                           AND ${days.sql})
      ON CONFLICT DO NOTHING
      RETURNING endpoint_id`,
-    [
-      generation,
-      entries.map((e) => e.eventId),
-      entries.map((e) => e.endpointId),
-      generation,
-      ...idRange(entries.filter((e) => !e.eventId.startsWith('evt_test_'))),
-      ...idRange(entries.filter((e) => e.eventId.startsWith('evt_test_'))),
-    ],
+    [generation, entries.map((e) => e.eventId), entries.map((e) => e.endpointId), generation, ...days.bindings],
   );
   for (const { endpoint_id: id } of rows as Array<{ endpoint_id: string }>) counts.set(id, (counts.get(id) ?? 0) + 1);
   return counts;
-}
-
-/** The least and greatest event id of `entries` (an empty range when there are none). */
-function idRange(entries: readonly QueueEntry[]): [string, string] {
-  if (entries.length === 0) return ['~', ''];
-  const ids = entries.map((e) => e.eventId).sort();
-  return [ids[0], ids[ids.length - 1]];
 }
 
 /** Adopts deliveries that were pending elsewhere (the old workflow type's queue) at their attempt and due time. */

@@ -1,6 +1,7 @@
 /** Record: each attempt's row, the undelivered list, the endpoint's failure clock, its 24-hour e-mail and 3-day disable. */
 import { type Db, inTransaction } from '../db/knex';
 import { type EventRow, eventsByIds } from '../checkout/events';
+import { eventIdRanges } from '../lib/id-time';
 import type { DeliveryRow } from './event-deliveries';
 import { DISABLE_AFTER_FAILING_MS, NOTIFY_AFTER_FAILING_MS, nextRetryAtMs } from './schedule';
 import { queueState } from './queue';
@@ -78,12 +79,22 @@ const resultOf = (row: DeliveryRow, failingSinceMs: number | null): AttemptResul
 
 async function rowsOf(db: Db, endpointId: string, keys: readonly AttemptKey[]): Promise<DeliveryRow[]> {
   if (keys.length === 0) return [];
+  const days = eventIdRanges(
+    'd.event_id',
+    keys.map((k) => k.eventId),
+  );
   const { rows } = await db.raw(
     `SELECT d.* FROM event_deliveries d
        JOIN unnest(?::text[], ?::bigint[], ?::int[]) AS k(event_id, generation, attempt_no)
          ON d.event_id = k.event_id AND d.generation = k.generation AND d.attempt_no = k.attempt_no
-      WHERE d.endpoint_id = ?`,
-    [keys.map((k) => k.eventId), keys.map((k) => k.generation), keys.map((k) => k.attemptNo), endpointId],
+      WHERE d.endpoint_id = ? AND ${days.sql}`,
+    [
+      keys.map((k) => k.eventId),
+      keys.map((k) => k.generation),
+      keys.map((k) => k.attemptNo),
+      endpointId,
+      ...days.bindings,
+    ],
   );
   return rows;
 }
@@ -108,12 +119,13 @@ async function trackUndelivered(db: Db, endpointId: string, rows: readonly Deliv
   if (failed.length > 0) {
     // The events read by id within their ids' days (eventsByIds), not across every day of the log.
     const events = await eventsByIds(db, failed, ['id', 'merchant_id', 'mode', 'created_at']);
+    const days = eventIdRanges('d.event_id', failed);
     await db.raw(
       `INSERT INTO webhook_undelivered (event_id, endpoint_id, merchant_id, mode, event_created_at)
        SELECT e.id, ?, e.merchant_id, e.mode, e.created_at
          FROM unnest(?::text[], ?::text[], ?::text[], ?::timestamptz[]) AS e(id, merchant_id, mode, created_at)
         WHERE NOT EXISTS (SELECT 1 FROM event_deliveries d
-                           WHERE d.event_id = e.id AND d.endpoint_id = ? AND d.error IS NULL)
+                           WHERE d.event_id = e.id AND d.endpoint_id = ? AND d.error IS NULL AND ${days.sql})
        ON CONFLICT DO NOTHING`,
       [
         endpointId,
@@ -122,6 +134,7 @@ async function trackUndelivered(db: Db, endpointId: string, rows: readonly Deliv
         events.map((e) => e.mode),
         events.map((e) => new Date(e.created_at).toISOString()),
         endpointId,
+        ...days.bindings,
       ],
     );
   }
