@@ -426,8 +426,9 @@ async function main(): Promise<void> {
       figure: `the same, p95`,
       value: ms(pacedP95),
       floor: '',
-      target: '≤ 250 ms',
-      met: pacedP95 <= 250,
+      // Issue 24 holds the paced p95 to 100 ms (it was 250 before).
+      target: '≤ 100 ms',
+      met: pacedP95 <= 100,
     });
     await stages('paced', paced, pacedCommits);
     integrity('paced', paced);
