@@ -23,6 +23,7 @@ import * as hotTableStorage from './20261125201000_hot_table_storage';
 import * as variantCountsConstant from './20261125202000_variant_counts_constant';
 import * as eventPayload from './20261126020000_event_payload';
 import * as eventDayAdoptsDefault from './20261126021000_event_day_adopts_default';
+import * as eventListKeys from './20261126040000_event_list_keys';
 
 type Migration = {
   up(knex: Knex): Promise<void>;
@@ -57,6 +58,7 @@ const migrations: Array<[string, Migration]> = [
   ['20261125202000_variant_counts_constant', variantCountsConstant],
   ['20261126020000_event_payload', eventPayload],
   ['20261126021000_event_day_adopts_default', eventDayAdoptsDefault],
+  ['20261126040000_event_list_keys', eventListKeys],
 ];
 
 /** A knex migration source over the static list, so migrations run the same under tsx, jest and node. */
