@@ -24,6 +24,8 @@ import * as variantCountsConstant from './20261125202000_variant_counts_constant
 import * as eventPayload from './20261126020000_event_payload';
 import * as eventDayAdoptsDefault from './20261126021000_event_day_adopts_default';
 import * as pendingQueue from './20261126030000_pending_queue';
+import * as eventListKeys from './20261126040000_event_list_keys';
+import * as deliveryTenantOptional from './20261126041000_delivery_tenant_optional';
 
 type Migration = {
   up(knex: Knex): Promise<void>;
@@ -59,6 +61,8 @@ const migrations: Array<[string, Migration]> = [
   ['20261126020000_event_payload', eventPayload],
   ['20261126021000_event_day_adopts_default', eventDayAdoptsDefault],
   ['20261126030000_pending_queue', pendingQueue],
+  ['20261126040000_event_list_keys', eventListKeys],
+  ['20261126041000_delivery_tenant_optional', deliveryTenantOptional],
 ];
 
 /** A knex migration source over the static list, so migrations run the same under tsx, jest and node. */

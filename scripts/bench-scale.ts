@@ -450,11 +450,11 @@ async function main(): Promise<void> {
         `${perEvent.toFixed(0)} B (target <= ${TARGETS.bytesPerEvent} B: ${verdict(perEvent <= TARGETS.bytesPerEvent)})`,
     );
     log(table([['part', 'bytes per event'], ...parts.map(([name, bytes]) => [name, (bytes / eventCount).toFixed(0)])]));
+    // Each partition's index under the partitioned index it is attached to.
     const indexes = await pg.query(
-      `SELECT regexp_replace(c.relname, '_d[0-9]{8}(_live|_test)?|_legacy|_default', '') AS name,
-              sum(pg_relation_size(i.indexrelid))::bigint AS bytes
-         FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_class t ON t.oid = i.indrelid
-        WHERE t.relispartition AND (t.relname LIKE 'events\\_%' OR t.relname LIKE 'event\\_deliveries\\_%')
+      `SELECT pg_partition_root(i.indexrelid)::regclass::text AS name, sum(pg_relation_size(i.indexrelid))::bigint AS bytes
+         FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid
+        WHERE t.relispartition AND pg_partition_root(t.oid) IN ('events'::regclass, 'event_deliveries'::regclass)
         GROUP BY 1 ORDER BY 2 DESC`,
     );
     log(

@@ -103,10 +103,18 @@ export async function preload(
        FROM generate_series(1, $4::bigint) AS i, LATERAL (SELECT ${eventAt} AS at) AS t`,
     [...merchantParams, compressed ? variants : JSON.stringify(t.sessionTemplate), events],
   );
+  // Since 20261126041000 the app writes no tenant on a delivery row; before, both columns were required.
+  const tenantless = (
+    await pg.query(
+      `SELECT is_nullable = 'YES' AS yes FROM information_schema.columns
+        WHERE table_name = 'event_deliveries' AND column_name = 'merchant_id'`,
+    )
+  ).rows[0].yes as boolean;
+  const tenant = tenantless ? '' : ', merchant_id, mode';
   await step(
     'event_deliveries (one per event)',
-    `INSERT INTO event_deliveries (event_id, endpoint_id, generation, attempt_no, merchant_id, mode, status_code, delivered_at, created_at)
-     SELECT id, 'we_load_' || merchant_id, 0, 1, merchant_id, mode, 200, created_at + interval '80 ms', created_at + interval '50 ms'
+    `INSERT INTO event_deliveries (event_id, endpoint_id, generation, attempt_no${tenant}, status_code, delivered_at, created_at)
+     SELECT id, 'we_load_' || merchant_id, 0, 1${tenant}, 200, created_at + interval '80 ms', created_at + interval '50 ms'
        FROM events WHERE created_at < now() - interval '50 minutes'`,
     [],
   );

@@ -87,6 +87,25 @@ const cutoff = (db: Db) => db.raw('(SELECT cutoff FROM event_log_retention)');
  */
 const retained = (db: Db) => (q: Knex.QueryBuilder) => q.where('created_at', '>=', cutoff(db));
 
+/**
+ * A tenant's events (a merchant's in one mode), of one type if given, as the list indexes find
+ * them (migrations/20261126040000_event_list_keys.ts): by the hash of merchant, mode (and type)
+ * they are keyed by, and by the columns themselves, which settle what the hash does not.
+ */
+export const listedEvents = (db: Db, scope: { merchantId: string; mode: KeyMode }, type?: string) => {
+  const query = db('events').where({ merchant_id: scope.merchantId, mode: scope.mode });
+  if (type === undefined) {
+    return query.whereRaw('event_list_key(merchant_id, mode) = event_list_key(?, ?)', [scope.merchantId, scope.mode]);
+  }
+  return query
+    .where({ type })
+    .whereRaw('event_list_key(merchant_id, mode, type) = event_list_key(?, ?, ?)', [
+      scope.merchantId,
+      scope.mode,
+      type,
+    ]);
+};
+
 /** How `GET /events` pages through the merchant's events. */
 export interface EventListOptions {
   type?: string;
@@ -105,9 +124,8 @@ export interface EventListOptions {
  */
 export async function listEvents(db: Db, scope: { merchantId: string; mode: KeyMode }, opts: EventListOptions) {
   if (opts.deliverySuccess === false) return listUndelivered(db, scope, opts);
-  const query = db('events').where({ merchant_id: scope.merchantId, mode: scope.mode }).where(retained(db));
+  const query = listedEvents(db, scope, opts.type).where(retained(db));
 
-  if (opts.type !== undefined) query.andWhere({ type: opts.type });
   if (opts.since !== undefined) query.andWhere('created_at', '>=', opts.since);
   if (opts.deliverySuccess === true) {
     query.whereNotExists((q) =>

@@ -178,8 +178,6 @@ export async function recordAttempts(
             endpoint_id: endpointId,
             generation: a.generation,
             attempt_no: a.attemptNo,
-            merchant_id: a.event.merchant_id,
-            mode: a.event.mode,
             status_code: a.statusCode,
             error: a.error,
             delivered_at: a.attempted ? new Date(atOf(a)) : null,
@@ -235,33 +233,24 @@ export async function recordCancelled(
   deliveries: readonly AttemptKey[],
 ): Promise<number> {
   if (deliveries.length === 0) return 0;
-  // Each event's tenant, read within its id's days (eventsByIds); a purged event gets no row.
-  const tenants = new Map(
+  // The events still in the log, read within their ids' days (eventsByIds); a purged event gets no row.
+  const present = new Set(
     (
       await eventsByIds(
         db,
         deliveries.map((d) => d.eventId),
-        ['id', 'merchant_id', 'mode'],
+        ['id'],
       )
-    ).map((e) => [e.id, e]),
+    ).map((e) => e.id),
   );
-  const kept = deliveries.filter((d) => tenants.has(d.eventId));
+  const kept = deliveries.filter((d) => present.has(d.eventId));
   if (kept.length === 0) return 0;
   const { rowCount } = await db.raw(
-    `INSERT INTO event_deliveries (event_id, endpoint_id, generation, attempt_no, merchant_id, mode, error)
-     SELECT d.event_id, ?, d.generation, d.attempt_no, d.merchant_id, d.mode, ?
-       FROM unnest(?::text[], ?::bigint[], ?::int[], ?::text[], ?::text[])
-            AS d(event_id, generation, attempt_no, merchant_id, mode)
+    `INSERT INTO event_deliveries (event_id, endpoint_id, generation, attempt_no, error)
+     SELECT d.event_id, ?, d.generation, d.attempt_no, ?
+       FROM unnest(?::text[], ?::bigint[], ?::int[]) AS d(event_id, generation, attempt_no)
      ON CONFLICT DO NOTHING`,
-    [
-      endpointId,
-      error,
-      kept.map((d) => d.eventId),
-      kept.map((d) => d.generation),
-      kept.map((d) => d.attemptNo),
-      kept.map((d) => tenants.get(d.eventId)!.merchant_id),
-      kept.map((d) => tenants.get(d.eventId)!.mode),
-    ],
+    [endpointId, error, kept.map((d) => d.eventId), kept.map((d) => d.generation), kept.map((d) => d.attemptNo)],
   );
   return rowCount ?? 0;
 }

@@ -1,5 +1,5 @@
 /** Replay a window: queues an endpoint's events of a time range again as a new generation (not workflow replay). */
-import { EVENT_RETENTION_MS } from '../checkout/events';
+import { EVENT_RETENTION_MS, listedEvents } from '../checkout/events';
 import { ApiError } from '../http/errors';
 import { newId } from '../lib/ids';
 import { iso } from '../lib/time';
@@ -83,8 +83,7 @@ export async function replayWindow(
         'The endpoint is disabled: enable it before replaying events to it.',
       );
     }
-    const query = trx('events')
-      .where({ merchant_id: scope.merchantId, mode: scope.mode })
+    const query = listedEvents(trx, scope)
       .where('created_at', '>=', since)
       .where('created_at', '<', until)
       .where((q) => q.whereNull('target_endpoint_id').orWhere('target_endpoint_id', endpointId))

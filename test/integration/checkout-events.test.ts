@@ -145,6 +145,32 @@ describe('GET /v1/events', () => {
     expect((await events(m.secretKey, '?type=refund.succeeded')).body.data).toEqual([]);
   });
 
+  it('orders events of the same millisecond by id, newest first, and pages through them one by one', async () => {
+    const m = await buildMerchant(stack.db);
+    const now = new Date();
+    const types = ['checkout.session.expired', 'checkout.session.completed', 'checkout.session.expired'] as const;
+    const recorded = [];
+    for (const type of types) {
+      recorded.push(
+        await recordEvent(stack.db, { merchantId: m.merchantId, mode: 'test', type, object: { id: 'cs_x' }, now }),
+      );
+    }
+    const newestFirst = recorded.map((e) => e.id).reverse();
+    const pages = async (query: string) => {
+      const ids: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const res = await events(m.secretKey, `?limit=1${query}${cursor ? `&cursor=${cursor}` : ''}`);
+        ids.push(...res.body.data.map((e: { id: string }) => e.id));
+        cursor = res.body.next_cursor;
+      } while (cursor !== null);
+      return ids;
+    };
+    expect(await pages('')).toEqual(newestFirst);
+    expect(await pages('&type=checkout.session.expired')).toEqual([newestFirst[0], newestFirst[2]]);
+    expect(await pages('&type=checkout.session.completed')).toEqual([newestFirst[1]]);
+  });
+
   it('refuses a type that is not an event type with 400 validation_error', async () => {
     const m = await buildMerchant(stack.db);
     const res = await events(m.secretKey, '?type=checkout.session.expire');

@@ -77,14 +77,16 @@ async function undelivered(db: Db, merchantId: string) {
   return { listed: page.rows.map((r) => r.id), rows: rows.map((r: { event_id: string }) => r.event_id) };
 }
 
-/** Whether the event reads back by id (with its delivery), in the merchant's list, and has its queue row. */
+/** Whether the event reads back by id (with its delivery), in the merchant's lists, and has its queue row. */
 async function readable(db: Db, merchantId: string, id: string) {
   const scope = { merchantId, mode: 'test' as const };
   const event = await getEvent(db, scope, id);
   const page = await listEvents(db, scope, { limit: 100 });
+  const ofType = await listEvents(db, scope, { type: 'checkout.session.completed', limit: 100 });
   return {
     byId: event?.id === id,
     inList: page.rows.some((r) => r.id === id),
+    inTypeList: ofType.rows.some((r) => r.id === id),
     deliveries: (await eventDeliveries(db, id)).length,
     queued: (await db('webhook_queue').where({ event_id: id })).length,
   };
@@ -120,8 +122,8 @@ async function partitionsRead(db: Db, sql: string, bindings: readonly unknown[])
   ];
 }
 
-const present = { byId: true, inList: true, deliveries: 1, queued: 1 };
-const gone = { byId: false, inList: false, deliveries: 0, queued: 0 };
+const present = { byId: true, inList: true, inTypeList: true, deliveries: 1, queued: 1 };
+const gone = { byId: false, inList: false, inTypeList: false, deliveries: 0, queued: 0 };
 const exists = async (db: Db, table: string) =>
   (await db.raw('SELECT to_regclass(?) IS NOT NULL AS present', [table])).rows[0].present as boolean;
 
@@ -299,6 +301,22 @@ describe('the forward migration', () => {
     for (const label of ['29 days', 'yesterday', 'today'] as const) {
       expect([label, await readable(db, merchantId, ids[label])]).toEqual([label, present]);
     }
+    // The lists' narrow indexes (20261126040000_event_list_keys), valid, with a copy on every
+    // partition (the legacy table's too); the wide ones gone.
+    const { rows: indexes } = await db.raw(
+      `SELECT c.relname AS name, x.indisvalid AS valid,
+              (SELECT count(*)::int FROM pg_partition_tree('events') p
+                WHERE p.isleaf AND NOT EXISTS (SELECT 1 FROM pg_inherits i JOIN pg_index y ON y.indexrelid = i.inhrelid
+                                                WHERE i.inhparent = c.oid AND y.indrelid = p.relid)) AS missing
+         FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid WHERE x.indrelid = 'events'::regclass ORDER BY 1`,
+    );
+    expect(indexes).toEqual(
+      ['events_by_tenant', 'events_by_tenant_type', 'events_pkey', 'events_undispatched_p'].map((name) => ({
+        name,
+        valid: true,
+        missing: 0,
+      })),
+    );
 
     // Written afterwards: an event now (before the cut-over day: the old table), one in three days
     // (a daily partition), and another delivery of an old event.
