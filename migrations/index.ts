@@ -24,6 +24,7 @@ import * as variantCountsConstant from './20261125202000_variant_counts_constant
 import * as eventPayload from './20261126020000_event_payload';
 import * as eventDayAdoptsDefault from './20261126021000_event_day_adopts_default';
 import * as pendingQueue from './20261126030000_pending_queue';
+import * as undeliveredBackfill from './20261126050000_undelivered_backfill';
 
 type Migration = {
   up(knex: Knex): Promise<void>;
@@ -59,6 +60,7 @@ const migrations: Array<[string, Migration]> = [
   ['20261126020000_event_payload', eventPayload],
   ['20261126021000_event_day_adopts_default', eventDayAdoptsDefault],
   ['20261126030000_pending_queue', pendingQueue],
+  ['20261126050000_undelivered_backfill', undeliveredBackfill],
 ];
 
 /** A knex migration source over the static list, so migrations run the same under tsx, jest and node. */
