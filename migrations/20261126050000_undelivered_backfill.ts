@@ -28,8 +28,9 @@ import type { Knex } from 'knex';
  *
  * The previous release (20261124170000) does not keep `webhook_undelivered`: what it records while
  * it still runs, after this has read a chunk, is not reflected (a failure not listed; a success
- * after a listed failure not unlisted) until that pair's next attempt under this release. Running
- * backfillUndelivered again once only this release records makes the list exact.
+ * after a listed failure not unlisted) until that pair's next attempt under this release. The same
+ * pass, run again once only this release records (`ops webhook-endpoint reconcile-undelivered`),
+ * makes the list exact.
  */
 export const config = { transaction: false };
 

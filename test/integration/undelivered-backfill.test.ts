@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { Client } from 'pg';
 import { listEvents } from '../../src/checkout/events';
+import { run as ops } from '../../src/cli/run';
+import { loadSettings } from '../../src/config';
 import { createDb, type Db } from '../../src/db/knex';
 import { randomString, timeOrderedBody } from '../../src/lib/ids';
 import { createMerchant } from '../../src/ops/merchants';
@@ -29,6 +31,7 @@ const ages = {
   cancelledDeleted: 15 * MINUTE,
   endpointGone: 10 * MINUTE,
   deliveredDuringBackfill: 5 * MINUTE,
+  failedDuringDeploy: 2 * MINUTE,
 } as const;
 type Case = keyof typeof ages | 'inDailyPartition';
 const at: Record<Case, Date> = {
@@ -210,7 +213,8 @@ describe('the undelivered backfill', () => {
     expect(await backfillUndelivered(db, 2)).toBe(4);
     expect(await undelivered(db, merchantId)).toEqual(expected);
 
-    // A pair listed though delivered (a previous-release success during the deploy) is unlisted.
+    // What the previous release records after the backfill (it does not keep the list): a success
+    // of a listed pair, and a failure. `ops webhook-endpoint reconcile-undelivered` catches up.
     await db('webhook_undelivered').insert({
       event_id: ids.failedThenDelivered,
       endpoint_id: ENABLED,
@@ -218,8 +222,24 @@ describe('the undelivered backfill', () => {
       mode: 'test',
       event_created_at: at.failedThenDelivered,
     });
-    expect(await backfillUndelivered(db)).toBe(0);
-    expect(await undelivered(db, merchantId)).toEqual(expected);
+    await writeEvent(db, merchantId, 'failedDuringDeploy', [failed(ENABLED, 1)]);
+    const settings = loadSettings({ DATABASE_URL: 'postgres://unused', PUBLIC_BASE_URL: 'http://api.test:4000' });
+    const result = await ops(['webhook-endpoint', 'reconcile-undelivered', '--json'], { db, settings });
+    expect([result.exitCode, JSON.parse(result.stdout)]).toEqual([0, { listed: 1 }]);
+    expect(await undelivered(db, merchantId)).toEqual({
+      listed: [ids.inDailyPartition, ids.failedDuringDeploy, ...expected.listed.slice(1)],
+      rows: [
+        ...expected.rows.slice(0, 3),
+        {
+          event_id: ids.failedDuringDeploy,
+          endpoint_id: ENABLED,
+          merchant_id: merchantId,
+          mode: 'test',
+          event_created_at: at.failedDuringDeploy,
+        },
+        expected.rows[3],
+      ],
+    });
   });
 
   it('leaves unlisted a pair whose success the recorder commits while the backfill runs', async () => {
@@ -274,6 +294,7 @@ describe('the undelivered backfill', () => {
     ).toEqual([]);
     expect((await undelivered(db, merchantId)).listed).toEqual([
       ids.inDailyPartition,
+      ids.failedDuringDeploy,
       ids.refusedDisabled,
       ids.failedOnly,
     ]);
