@@ -15,7 +15,9 @@ import type { Knex } from 'knex';
  * (about CHUNK_ROWS rows: one short read-only statement), and each endpoint found in a chunk gets
  * its own short transaction; nothing holds a lock across chunks, and a partition's DDL from the
  * janitor waits at most for one statement (it gives up after 100 ms and retries at its next sweep).
- * Idempotent: ON CONFLICT DO NOTHING, and a run stopped midway can run again.
+ * Idempotent: ON CONFLICT DO NOTHING, and a run stopped midway can run again. An event that
+ * passes the cutoff while this runs may be listed after the janitor's purge: the list hides it
+ * from the cutoff on, and the next hourly sweep deletes its row.
  *
  * Against the live recorder: each endpoint's transaction first takes its `webhook_endpoints` row
  * FOR SHARE, which conflicts with the row lock recordAttempts takes (UPDATE … SET failing_since =
