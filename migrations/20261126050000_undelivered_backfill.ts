@@ -83,7 +83,7 @@ const chunkSql = (bounded: boolean) => `
    ORDER BY endpoint_id`;
 
 /** Lists, under the endpoint's row lock, the chunk's pairs still undelivered; unlists the delivered ones. */
-async function applyToEndpoint(knex: Knex, found: Found): Promise<number> {
+async function applyToEndpoint(knex: Knex, found: Found, range: readonly string[]): Promise<number> {
   return knex.transaction(async (trx) => {
     const { rows } = await trx.raw(`SELECT 1 FROM webhook_endpoints WHERE id = ? FOR SHARE`, [found.endpoint_id]);
     if (rows.length === 0) return 0; // deleted meanwhile: its pairs are not listed
@@ -94,9 +94,19 @@ async function applyToEndpoint(knex: Knex, found: Found): Promise<number> {
          SELECT e.id, ?, e.merchant_id, e.mode, e.created_at
            FROM unnest(?::text[], ?::text[], ?::text[], ?::timestamptz[]) AS e(id, merchant_id, mode, created_at)
           WHERE NOT EXISTS (SELECT 1 FROM event_deliveries d
-                             WHERE d.event_id = e.id AND d.endpoint_id = ? AND d.error IS NULL)
+                             WHERE d.event_id = e.id AND d.endpoint_id = ? AND d.error IS NULL
+                               -- The chunk range: planned over its days only, not every day.
+                               AND d.event_id > ?${range.length > 1 ? ' AND d.event_id <= ?' : ''})
          ON CONFLICT DO NOTHING`,
-        [found.endpoint_id, found.event_ids, found.merchant_ids, found.modes, found.created_ats, found.endpoint_id],
+        [
+          found.endpoint_id,
+          found.event_ids,
+          found.merchant_ids,
+          found.modes,
+          found.created_ats,
+          found.endpoint_id,
+          ...range,
+        ],
       );
       inserted = result.rowCount ?? 0;
     }
@@ -122,7 +132,7 @@ export async function backfillUndelivered(knex: Knex, chunkRows = CHUNK_ROWS): P
     const upTo: string | null = ends[0]?.event_id ?? null;
     const range = upTo === null ? [after] : [after, upTo];
     const { rows } = await knex.raw(chunkSql(upTo !== null), [...range, ...range]);
-    for (const found of rows as Found[]) inserted += await applyToEndpoint(knex, found);
+    for (const found of rows as Found[]) inserted += await applyToEndpoint(knex, found, range);
     if (upTo === null) return inserted;
     after = upTo;
   }
