@@ -1,4 +1,5 @@
 import { Client as PgClient } from 'pg';
+import { migrationSource } from '../migrations';
 import { createDb } from '../src/db/knex';
 import { createMerchant } from '../src/ops/merchants';
 import { recordAttempts } from '../src/webhooks/record';
@@ -37,6 +38,19 @@ async function migrateUpTo(db: ReturnType<typeof createDb>, name: string) {
   for (;;) {
     const [, names] = (await db.migrate.up()) as [number, string[]];
     if (names.length === 0 || names.some((n) => n.startsWith(name))) return;
+  }
+}
+
+/** Applies migrations until `name` is the next one. */
+async function migrateUpToBefore(db: ReturnType<typeof createDb>, name: string) {
+  for (;;) {
+    const [, pending] = (await db.migrate.list()) as [
+      unknown,
+      Parameters<typeof migrationSource.getMigrationName>[0][],
+    ];
+    if (pending.length === 0) throw new Error(`${name} is not pending`);
+    if (migrationSource.getMigrationName(pending[0]).startsWith(name)) return;
+    await db.migrate.up();
   }
 }
 
@@ -121,7 +135,7 @@ async function main(): Promise<void> {
       `${database}: ${counts[0].events} events, ${counts[0].deliveries} deliveries written in ${((performance.now() - started) / 1000).toFixed(1)} s`,
     );
 
-    await migrateUpTo(db, '20261126021000');
+    await migrateUpToBefore(db, '20261126050000');
     await db('event_log_retention').update({ cutoff: new Date(now - 30 * DAY) });
     await db.raw('VACUUM ANALYZE');
     const expected = (await db.raw(RULE_SQL)).rows.length;

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Client } from 'pg';
+import { migrationSource } from '../../migrations';
 import { listEvents } from '../../src/checkout/events';
 import { run as ops } from '../../src/cli/run';
 import { loadSettings } from '../../src/config';
@@ -131,6 +132,18 @@ describe('the undelivered backfill', () => {
     await admin.end();
   });
 
+  /** Applies migrations until `migration` is the next one. */
+  const upToBefore = async (migration: string) => {
+    for (;;) {
+      const [, pending] = (await db.migrate.list()) as [
+        unknown,
+        Parameters<typeof migrationSource.getMigrationName>[0][],
+      ];
+      if (pending.length === 0) throw new Error(`${migration} is not pending`);
+      if (migrationSource.getMigrationName(pending[0]).startsWith(migration)) return;
+      await db.migrate.up();
+    }
+  };
   const upTo = async (migration: string) => {
     for (;;) {
       const [, applied] = await db.migrate.up();
@@ -178,7 +191,7 @@ describe('the undelivered backfill', () => {
     await writeEvent(db, merchantId, 'deliveredDuringBackfill', [failed(ENABLED, 1)]);
 
     // Up to just before the backfill; the janitor has moved the cutoff; one more event lands in a day.
-    await upTo('20261126021000');
+    await upToBefore('20261126050000');
     await db('event_log_retention').update({ cutoff: new Date(NOW - 30 * DAY) });
     await writeEvent(db, merchantId, 'inDailyPartition', [failed(ENABLED, 1)]);
     expect(await undelivered(db, merchantId)).toEqual({ listed: [], rows: [] });
