@@ -26,6 +26,7 @@ import * as eventDayAdoptsDefault from './20261126021000_event_day_adopts_defaul
 import * as pendingQueue from './20261126030000_pending_queue';
 import * as eventListKeys from './20261126040000_event_list_keys';
 import * as deliveryTenantOptional from './20261126041000_delivery_tenant_optional';
+import * as undeliveredBackfill from './20261126050000_undelivered_backfill';
 
 type Migration = {
   up(knex: Knex): Promise<void>;
@@ -63,6 +64,7 @@ const migrations: Array<[string, Migration]> = [
   ['20261126030000_pending_queue', pendingQueue],
   ['20261126040000_event_list_keys', eventListKeys],
   ['20261126041000_delivery_tenant_optional', deliveryTenantOptional],
+  ['20261126050000_undelivered_backfill', undeliveredBackfill],
 ];
 
 /** A knex migration source over the static list, so migrations run the same under tsx, jest and node. */

@@ -1,4 +1,5 @@
 import type { Db } from '../db/knex';
+import { backfillUndelivered } from '../../migrations/20261126050000_undelivered_backfill';
 import { OpsError } from './errors';
 
 /** The range `max_in_flight` takes (the column's check). */
@@ -19,4 +20,14 @@ export async function setEndpointConcurrency(db: Db, endpointId: string, maxInFl
     .returning(['id', 'merchant_id', 'mode', 'url', 'max_in_flight']);
   if (!row) throw new OpsError('endpoint_not_found', `no webhook endpoint ${endpointId}`);
   return { endpoint: row };
+}
+
+/**
+ * `webhook-endpoint reconcile-undelivered`: the pass of migration 20261126050000 again, once only a
+ * release that keeps `webhook_undelivered` records attempts: lists the failed, never delivered
+ * pairs the previous release recorded during the deploy, and unlists those it delivered. Harmless
+ * at any time (chunked, one endpoint row at a time, idempotent).
+ */
+export async function reconcileUndelivered(db: Db) {
+  return { listed: await backfillUndelivered(db) };
 }
