@@ -34,6 +34,14 @@ const MAX_BATCH = 10;
 const BUSY_ATTEMPTS = 5;
 /** Continue as new past this many history events (the time-skipping server never suggests it). */
 const DEFAULT_HISTORY_LIMIT = 5000;
+/**
+ * The same for runs started since patch `delivery-shorter-runs`. A worker that restarts replays
+ * each busy endpoint's run from its first event, and at about 3 ms an event (the SDK records a
+ * stack trace for every promise a workflow makes) a 4,000-event run took 13 s, past the 10-second
+ * workflow task timeout: the task timed out, was replayed again, and the endpoint's deliveries
+ * stopped for good (bench:webhooks, 2026-11-26, five such endpoints after a worker restart).
+ */
+const SHORT_HISTORY_LIMIT = 1000;
 /** A run continues as new after a day, whatever it does (no run lives forever). */
 const RUN_MAX_MS = 24 * 60 * 60 * 1000;
 /** A run with nothing pending, no failure clock and no signal for this long ends; the next event starts another. */
@@ -53,7 +61,9 @@ const dateTime = (ms: number) => `${new Date(ms).toISOString().slice(0, 19).repl
  * across continue-as-new, continues as new daily and past a history bound, and ends after an idle hour.
  */
 export async function endpointDeliveryWorkflow(input: EndpointDeliveryInput): Promise<void> {
-  const { endpointId, historyLimit = DEFAULT_HISTORY_LIMIT } = input;
+  const { endpointId } = input;
+  const historyLimit =
+    input.historyLimit ?? (patched(patches.deliveryShorterRuns) ? SHORT_HISTORY_LIMIT : DEFAULT_HISTORY_LIMIT);
   const info = workflowInfo();
   const runStartedMs = Date.now();
   const activities = (summary: string) =>

@@ -28,4 +28,6 @@ export const patches = {
   deliveryKeepWatchingBusyEndpoint: 'delivery-keep-watching-busy-endpoint',
   /** Delivery: 24 hours into a failure streak, a timer and one activity that e-mails the merchant's contact. */
   deliveryFailingNotice: 'delivery-failing-notice',
+  /** Delivery: a new run continues as new past 1,000 history events (5,000 before), so a restarted worker replays it well within the task timeout. */
+  deliveryShorterRuns: 'delivery-shorter-runs',
 } as const;

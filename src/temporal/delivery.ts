@@ -40,7 +40,7 @@ export interface EndpointDeliveryInput {
   failingSinceMs?: number | null;
   /** Carried across continue-as-new: the failure run (its start) whose 24-hour e-mail was seen to. */
   failingNoticedForMs?: number | null;
-  /** Continue as new past this many history events (default 5,000; tests and the benchmark lower it). */
+  /** Continue as new past this many history events (default 1,000 for runs since patch delivery-shorter-runs, 5,000 before; tests and the benchmark set it). */
   historyLimit?: number;
 }
 

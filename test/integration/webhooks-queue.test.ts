@@ -6,6 +6,8 @@ import { wakeEndpoint } from '../../src/temporal/delivery';
 import { wakeTargets } from '../../src/webhooks/route-and-wake';
 import { recordAttempts } from '../../src/webhooks/record';
 import { enqueue } from '../../src/webhooks/queue';
+import { patches } from '../../workflows/patches';
+import type { WorkflowHandle } from '@temporalio/client';
 import { setEndpointConcurrency } from '../../src/ops/webhook-endpoints';
 import { buildMerchant } from '../helpers/factories';
 import { call } from '../helpers/http';
@@ -95,7 +97,19 @@ it('queues one row per event and endpoint as the dispatcher commits it, and dele
       ['EndpointStatus', 'enabled'],
     ]),
   );
+  // A new run takes the shorter history bound (continues as new past 1,000 events): its history
+  // marks patch delivery-shorter-runs, which runs from before never saw.
+  expect(patchesMarked(await handle.fetchHistory())).toContain(patches.deliveryShorterRuns);
 });
+
+/** The patch ids a history's markers record (`patched()` calls that took the new branch). */
+function patchesMarked(history: Awaited<ReturnType<WorkflowHandle['fetchHistory']>>): string[] {
+  return (history.events ?? []).flatMap((e) => {
+    const marker = e.markerRecordedEventAttributes;
+    const data = marker?.markerName === 'core_patch' ? marker.details?.patch_data?.payloads?.[0]?.data : undefined;
+    return data ? [JSON.parse(Buffer.from(data).toString('utf8')).id as string] : [];
+  });
+}
 
 it('sends the same attempt again when a worker dies between the POST and the row update: same event id, one row', async () => {
   const m = await webhookMerchant();
