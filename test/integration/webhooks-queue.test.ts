@@ -99,14 +99,13 @@ it('queues one row per event and endpoint as the dispatcher commits it, and dele
   );
   // A new run takes the shorter history bound (continues as new past 1,000 events): its history
   // marks patch delivery-shorter-runs, which runs from before never saw.
-  expect(patchesMarked(await handle.fetchHistory())).toContain(patches.deliveryShorterRuns);
+  expect(patchesMarked((await handle.fetchHistory()).events ?? [])).toContain(patches.deliveryShorterRuns);
 });
 
 /** The patch ids a history's markers record (`patched()` calls that took the new branch). */
-function patchesMarked(history: Awaited<ReturnType<WorkflowHandle['fetchHistory']>>): string[] {
-  return (history.events ?? []).flatMap((e) => {
-    const marker = e.markerRecordedEventAttributes;
-    const data = marker?.markerName === 'core_patch' ? marker.details?.patch_data?.payloads?.[0]?.data : undefined;
+function patchesMarked(events: NonNullable<Awaited<ReturnType<WorkflowHandle['fetchHistory']>>['events']>): string[] {
+  return events.flatMap((e) => {
+    const data = e.markerRecordedEventAttributes?.details?.['patch-data']?.payloads?.[0]?.data;
     return data ? [JSON.parse(Buffer.from(data).toString('utf8')).id as string] : [];
   });
 }
@@ -425,11 +424,7 @@ it('follows a busy deliverDue (5 or more attempts) with another at once, so the 
     (h) => busyAndNext(h).next > 0,
     'a busy deliverDue and the next one',
   );
-  const patchIds = events.flatMap((e) => {
-    const data = e.markerRecordedEventAttributes?.details?.['patch-data']?.payloads?.[0]?.data;
-    return data ? [JSON.parse(Buffer.from(data).toString()).id] : [];
-  });
-  expect(patchIds).toContain('delivery-keep-watching-busy-endpoint');
+  expect(patchesMarked(events)).toContain(patches.deliveryKeepWatchingBusyEndpoint);
   // The next one is scheduled in the workflow task that handled the busy one's result: no wake between.
   const { busy, next } = busyAndNext(events);
   expect(events.slice(busy, next).filter((e) => e.workflowTaskCompletedEventAttributes)).toHaveLength(1);
