@@ -10,8 +10,9 @@ const root = join(__dirname, '..', '..');
 /**
  * A database of the test file's own, migrated: the API and worker processes a test starts run the
  * dispatcher and the relays over every merchant, which must not take other test files' rows.
+ * `migrated: false` leaves it empty, for a test that migrates it step by step.
  */
-export async function ownDatabase() {
+export async function ownDatabase({ migrated = true }: { migrated?: boolean } = {}) {
   const { adminUrl } = readRunEnv();
   const name = `svc_test_own_${Date.now()}_${randomString(6).toLowerCase()}`;
   const admin = new PgClient({ connectionString: adminUrl });
@@ -20,7 +21,7 @@ export async function ownDatabase() {
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
   const db = createDb(url.toString(), 4);
-  await migrateLatest(db);
+  if (migrated) await migrateLatest(db);
   return {
     url: url.toString(),
     db,

@@ -1,5 +1,4 @@
 import { readFileSync } from 'node:fs';
-import { Client } from 'pg';
 import { createJanitorActivities } from '../../activities/janitor';
 import { getEvent, idTimeBounds, listEvents } from '../../src/checkout/events';
 import { createDb, type Db } from '../../src/db/knex';
@@ -7,6 +6,7 @@ import { randomString, timeOrderedBody } from '../../src/lib/ids';
 import { createMerchant } from '../../src/ops/merchants';
 import { eventDeliveries } from '../../src/webhooks/event-deliveries';
 import { RunEnv, runEnvFile } from '../helpers/run-env';
+import { ownDatabase } from '../helpers/services';
 
 /**
  * The event log by day (migrations/20261125200000_partitioned_event_log.ts, src/checkout/event-log.ts):
@@ -242,22 +242,13 @@ describe('by-id reads of the event log', () => {
 });
 
 describe('the forward migration', () => {
-  const name = `svc_test_evlog_${randomString(8).toLowerCase()}`;
-  let admin: Client;
+  let own: Awaited<ReturnType<typeof ownDatabase>>;
   let db: Db;
   beforeAll(async () => {
-    admin = new Client({ connectionString: run.adminUrl });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${name}`);
-    const url = new URL(run.adminUrl);
-    url.pathname = `/${name}`;
-    db = createDb(url.toString(), 2);
+    own = await ownDatabase({ migrated: false });
+    db = own.db;
   });
-  afterAll(async () => {
-    await db.destroy();
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await admin.end();
-  });
+  afterAll(() => own.drop());
 
   it('keeps every event, delivery and queue row of a log with events readable, and new ones land in days', async () => {
     // The schema as it was before, with events of the last 30 days.

@@ -1,15 +1,13 @@
-import { readFileSync } from 'node:fs';
-import { Client } from 'pg';
 import { migrationSource } from '../../migrations';
 import { listEvents } from '../../src/checkout/events';
 import { run as ops } from '../../src/cli/run';
 import { loadSettings } from '../../src/config';
-import { createDb, type Db } from '../../src/db/knex';
+import type { Db } from '../../src/db/knex';
 import { randomString, timeOrderedBody } from '../../src/lib/ids';
 import { createMerchant } from '../../src/ops/merchants';
 import { recordAttempts } from '../../src/webhooks/record';
 import { backfillUndelivered } from '../../migrations/20261126050000_undelivered_backfill';
-import { RunEnv, runEnvFile } from '../helpers/run-env';
+import { ownDatabase } from '../helpers/services';
 
 /**
  * The backfill of `webhook_undelivered` (migrations/20261126050000_undelivered_backfill.ts) on a
@@ -19,7 +17,6 @@ import { RunEnv, runEnvFile } from '../helpers/run-env';
  */
 const DAY = 24 * 60 * 60 * 1000;
 const MINUTE = 60_000;
-const run: RunEnv = JSON.parse(readFileSync(runEnvFile(), 'utf8'));
 const NOW = Date.now();
 
 // Ids whose clock part is their event's time, made oldest first (ids only go forward).
@@ -114,23 +111,14 @@ async function undelivered(db: Db, merchantId: string) {
 }
 
 describe('the undelivered backfill', () => {
-  const name = `svc_test_bf_${randomString(8).toLowerCase()}`;
-  let admin: Client;
+  let own: Awaited<ReturnType<typeof ownDatabase>>;
   let db: Db;
   let merchantId: string;
   beforeAll(async () => {
-    admin = new Client({ connectionString: run.adminUrl });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${name}`);
-    const url = new URL(run.adminUrl);
-    url.pathname = `/${name}`;
-    db = createDb(url.toString(), 4);
+    own = await ownDatabase({ migrated: false });
+    db = own.db;
   });
-  afterAll(async () => {
-    await db.destroy();
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await admin.end();
-  });
+  afterAll(() => own.drop());
 
   /** Applies migrations until `migration` is the next one. */
   const upToBefore = async (migration: string) => {
@@ -289,10 +277,9 @@ describe('the undelivered backfill', () => {
     // The backfill reads the pair as failed only (the success is not committed) and waits for the endpoint's row.
     const waitingForRow = async () =>
       (
-        await admin.query(
+        await db.raw(
           `SELECT count(*)::int AS n FROM pg_stat_activity
-            WHERE datname = $1 AND wait_event_type = 'Lock' AND query LIKE '%FOR SHARE%'`,
-          [name],
+            WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%FOR SHARE%'`,
         )
       ).rows[0].n === 1;
     for (let i = 0; i < 100 && !finished && !(await waitingForRow()); i++) {
