@@ -53,18 +53,29 @@ export async function enqueue(
   return counts;
 }
 
-/** Adopts deliveries that were pending elsewhere (the old workflow type's queue) at their attempt and due time. */
+/**
+ * Adopts deliveries that were pending elsewhere (the old workflow type's queue) at their attempt and
+ * due time; one whose attempt is already recorded (a retried adoption after the row was sent and
+ * deleted) is not queued again.
+ */
 export async function adopt(
   db: Db,
   endpointId: string,
   pending: ReadonlyArray<AttemptKey & { dueAtMs: number }>,
 ): Promise<number> {
   if (pending.length === 0) return 0;
+  const days = eventIdRanges(
+    'd.event_id',
+    pending.map((p) => p.eventId),
+  );
   const { rowCount } = await db.raw(
     `INSERT INTO webhook_queue (event_id, endpoint_id, generation, attempt_no, next_attempt_at)
      SELECT p.event_id, ?, p.generation, p.attempt_no, to_timestamp(p.due_ms / 1000.0)
        FROM unnest(?::text[], ?::bigint[], ?::int[], ?::bigint[]) AS p(event_id, generation, attempt_no, due_ms)
        JOIN events e ON e.id = p.event_id
+      WHERE NOT EXISTS (SELECT 1 FROM event_deliveries d
+                         WHERE d.event_id = p.event_id AND d.endpoint_id = ? AND d.generation = p.generation
+                           AND d.attempt_no >= p.attempt_no AND ${days.sql})
      ON CONFLICT DO NOTHING`,
     [
       endpointId,
@@ -72,6 +83,8 @@ export async function adopt(
       pending.map((p) => p.generation),
       pending.map((p) => p.attemptNo),
       pending.map((p) => p.dueAtMs),
+      endpointId,
+      ...days.bindings,
     ],
   );
   return rowCount ?? 0;

@@ -5,7 +5,7 @@ import { deliveryWorkflowType, endpointDeliveryWorkflowType } from '../../src/te
 import { wakeEndpoint } from '../../src/temporal/delivery';
 import { wakeTargets } from '../../src/webhooks/route-and-wake';
 import { recordAttempts } from '../../src/webhooks/record';
-import { enqueue } from '../../src/webhooks/queue';
+import { adopt, enqueue } from '../../src/webhooks/queue';
 import { patches } from '../../workflows/patches';
 import type { WorkflowHandle } from '@temporalio/client';
 import { setEndpointConcurrency } from '../../src/ops/webhook-endpoints';
@@ -133,6 +133,21 @@ it('sends the same attempt again when a worker dies between the POST and the row
   await sleep(500);
   expect(receiver.requests.filter((r) => r.path === p)).toHaveLength(2);
   expect(await queueRows(endpoint.id)).toEqual([]);
+});
+
+it("adopts an old run's pending delivery once: not again once its attempt is recorded", async () => {
+  const m = await buildMerchant(stack.db); // no endpoint: the dispatcher queues nothing for its events
+  const endpointId = `we_test_adopt${randomString(8)}`;
+  const event = await stateChange(m.merchantId, 'checkout.session.completed');
+  const key = { eventId: event.id, generation: 0, attemptNo: 2, dueAtMs: Date.now() + DAY };
+  // Attempt 2 sent and recorded, its row deleted; then the adoption is retried.
+  await stack
+    .db('event_deliveries')
+    .insert({ event_id: event.id, endpoint_id: endpointId, generation: 0, attempt_no: 2, error: 'http_500' });
+  expect(await adopt(stack.db, endpointId, [key])).toBe(0);
+  expect(await adopt(stack.db, endpointId, [{ ...key, attemptNo: 3 }])).toBe(1);
+  expect(await queueRows(endpointId)).toEqual([expect.objectContaining({ event_id: event.id, attempt_no: 3 })]);
+  await stack.db('webhook_queue').where({ endpoint_id: endpointId }).delete();
 });
 
 it('takes a row whose event is gone (purged) out of the queue when it claims it, sending nothing', async () => {
