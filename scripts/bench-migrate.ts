@@ -4,6 +4,7 @@ import { createDb } from '../src/db/knex';
 import { createMerchant } from '../src/ops/merchants';
 import { createSeller } from '../src/ops/sellers';
 import { preload } from './bench/preload';
+import { scratchDatabase } from './bench/environment';
 
 /**
  * `npm run bench:migrate`: this release's migrations on a loaded database, with writers going on.
@@ -94,18 +95,12 @@ async function writeAsBefore(pg: PgClient, productId: string, merchantId: string
 }
 
 async function main(): Promise<void> {
-  const base = process.env.DATABASE_URL;
-  if (!base) throw new Error('set DATABASE_URL to a Postgres server (a database of its own is created there)');
-  const database = `svc_migrate_${Date.now()}`;
-  const admin = new PgClient({ connectionString: base });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${database}`);
-  const url = new URL(base);
-  url.pathname = `/${database}`;
-  const db = createDb(url.toString(), 4);
-  const pg = new PgClient({ connectionString: url.toString() });
-  const writerPg = new PgClient({ connectionString: url.toString() });
-  const readerPg = new PgClient({ connectionString: url.toString() });
+  const scratch = await scratchDatabase('svc_migrate', 'bench:migrate');
+  const database = scratch.name;
+  const db = createDb(scratch.url, 4);
+  const pg = new PgClient({ connectionString: scratch.url });
+  const writerPg = new PgClient({ connectionString: scratch.url });
+  const readerPg = new PgClient({ connectionString: scratch.url });
   try {
     log(`Migrating ${database} up to ${RELEASED} (the previous release)...`);
     for (;;) {
@@ -167,8 +162,7 @@ async function main(): Promise<void> {
     await Promise.all([writer.stop(), reader.stop()]);
   } finally {
     await Promise.allSettled([db.destroy(), pg.end(), writerPg.end(), readerPg.end()]);
-    if (process.env.BENCH_KEEP !== '1') await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-    await admin.end();
+    await scratch.drop();
   }
 }
 

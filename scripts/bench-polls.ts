@@ -1,6 +1,5 @@
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { Client as PgClient } from 'pg';
 import { Client as TemporalClient } from '@temporalio/client';
 import { createApp } from '../src/app';
 import { loadSettings } from '../src/config';
@@ -12,6 +11,7 @@ import { createCheckoutKey } from '../src/ops/checkout-keys';
 import { createMerchant } from '../src/ops/merchants';
 import { benchHttpClient } from './bench/http-client';
 import { percentile, table } from './bench/measure';
+import { scratchDatabase } from './bench/environment';
 
 /**
  * `npm run bench:polls`: the two attempt polls the return page repeats while a payment settles,
@@ -100,21 +100,14 @@ async function twoReads(db: Db, merchantId: string, attemptId: string) {
 
 async function main(): Promise<void> {
   setLogLevel('silent');
-  const adminUrl = process.env.DATABASE_URL;
-  if (!adminUrl) throw new Error('bench:polls needs DATABASE_URL (a server to create its database on)');
-  const database = `svc_bench_${Date.now()}`;
-  const admin = new PgClient({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${database}`);
-  const url = new URL(adminUrl);
-  url.pathname = `/${database}`;
-  const db = createDb(url.toString(), 10);
+  const scratch = await scratchDatabase('svc_bench', 'bench:polls');
+  const db = createDb(scratch.url, 10);
   const client = benchHttpClient(1);
   let close = async () => undefined as void;
   try {
     await migrateLatest(db);
     const { key, merchantId, pairs } = await seed(db);
-    const settings = loadSettings({ DATABASE_URL: url.toString(), LOG_LEVEL: 'silent', TRUST_PROXY: '1' });
+    const settings = loadSettings({ DATABASE_URL: scratch.url, LOG_LEVEL: 'silent', TRUST_PROXY: '1' });
     const app = createApp({ db, settings, clock: systemClock, temporal: new TemporalClient() });
     const server = app.listen(0, '127.0.0.1');
     await new Promise((resolve) => server.once('listening', resolve));
@@ -173,8 +166,7 @@ async function main(): Promise<void> {
     client.close();
     await close();
     await db.destroy();
-    await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-    await admin.end();
+    await scratch.drop();
   }
 }
 

@@ -1,8 +1,8 @@
-import { Client as PgClient } from 'pg';
 import { migrationSource } from '../migrations';
 import { createDb } from '../src/db/knex';
 import { createMerchant } from '../src/ops/merchants';
 import { recordAttempts } from '../src/webhooks/record';
+import { scratchDatabase } from './bench/environment';
 
 /**
  * `npx tsx scripts/bench-undelivered-backfill.ts`: the backfill of `webhook_undelivered`
@@ -55,16 +55,9 @@ async function migrateUpToBefore(db: ReturnType<typeof createDb>, name: string) 
 }
 
 async function main(): Promise<void> {
-  const base = process.env.DATABASE_URL;
-  if (!base) throw new Error('set DATABASE_URL to a Postgres server (a database of its own is created there)');
-  const database = `svc_bfbench_${Date.now()}`;
-  const admin = new PgClient({ connectionString: base });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${database}`);
-  const url = new URL(base);
-  url.pathname = `/${database}`;
-  const db = createDb(url.toString(), 4);
-  const writerDb = createDb(url.toString(), 2);
+  const scratch = await scratchDatabase('svc_bfbench', 'bench-undelivered-backfill');
+  const db = createDb(scratch.url, 4);
+  const writerDb = createDb(scratch.url, 2);
   try {
     await migrateUpTo(db, '20261125115000');
     const merchants: string[] = [];
@@ -132,7 +125,7 @@ async function main(): Promise<void> {
       `SELECT (SELECT count(*) FROM events)::int AS events, (SELECT count(*) FROM event_deliveries)::int AS deliveries`,
     );
     log(
-      `${database}: ${counts[0].events} events, ${counts[0].deliveries} deliveries written in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+      `${scratch.name}: ${counts[0].events} events, ${counts[0].deliveries} deliveries written in ${((performance.now() - started) / 1000).toFixed(1)} s`,
     );
 
     await migrateUpToBefore(db, '20261126050000');
@@ -239,8 +232,7 @@ async function main(): Promise<void> {
     log(`list: ${listed} rows; against the rule over every row: ${diff[0].missing} missing, ${diff[0].extra} extra`);
   } finally {
     await Promise.allSettled([db.destroy(), writerDb.destroy()]);
-    if (process.env.BENCH_KEEP !== '1') await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-    await admin.end();
+    await scratch.drop();
   }
 }
 
