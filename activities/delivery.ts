@@ -12,6 +12,7 @@ import {
   recordAttempts,
   recordCancelled,
   recordedAttempts,
+  recordWithEndpoint,
 } from '../src/webhooks/record';
 import type { EndpointRow } from '../src/webhooks/endpoint-row';
 import { adopt, advance, claimDue, dropClaimed, enqueue, queueState, takePending } from '../src/webhooks/queue';
@@ -25,6 +26,9 @@ import type { QueueNotices } from '../src/webhooks/queue-announce';
 
 /** How long one `deliverDue` keeps taking newly due rows before it reports back to its workflow. */
 const DELIVER_DUE_BUDGET_MS = 2000;
+/** A recording pass waits up to this long for more POSTs to finish, unless this many wait or none is in flight. */
+const RECORD_GATHER_MS = 10;
+const RECORD_GATHER_ROWS = 50;
 /** Pending rows counted for the workflow's details (beyond it, "10,000+"). */
 const COUNT_PENDING_UP_TO = 10_001;
 /** Rows cancelled per transaction when an endpoint is gone, and per activity call. */
@@ -91,6 +95,7 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices }: 
     endpoint: EndpointRow | undefined,
     todo: Array<AttemptKey & { event: EventRow }>,
     check?: UrlCheck,
+    onSent?: (made: AttemptMade) => void | Promise<void>,
   ): Promise<AttemptMade[]> {
     const refuse = (rows: typeof todo, error: string) =>
       rows.map((a) => ({ ...a, statusCode: null, error, attempted: false }));
@@ -111,7 +116,11 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices }: 
       ];
     const secrets = signingSecrets(endpoint);
     const sent = await Promise.all(
-      mine.map(async (a) => ({ ...a, ...(await sendOne(target.target, secrets, a.event)), attempted: true })),
+      mine.map(async (a) => {
+        const made = { ...a, ...(await sendOne(target.target, secrets, a.event)), attempted: true };
+        await onSent?.(made);
+        return made;
+      }),
     );
     return [...sent, ...others];
   }
@@ -169,14 +178,16 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices }: 
       let endpoint = await loadEndpoint(endpointId);
       let checked: { url: string; check: Awaited<ReturnType<typeof checkWebhookUrl>> } | undefined;
       let firstClaim = true;
-      /** Claimed and not yet recorded. */
-      let inFlight = 0;
+      /** Claimed and not yet sent: the POSTs in flight, which `limit` bounds. */
+      let sending = 0;
+      /** Claimed and not yet recorded (sending, or sent and waiting for the recorder). */
+      let unrecorded = 0;
       /** Attempts made and waiting to be recorded, each with the moment it was claimed at. */
       const made: Array<AttemptMade & { atMs: number }> = [];
       const rounds = new Set<Promise<void>>();
       let recording: Promise<void> | undefined;
       let failure: unknown;
-      // Rung by an announcement, a recorded attempt (a slot is free) or a failure.
+      // Rung by an announcement, a POST done (a slot is free), a recorded pass or a failure.
       let announced = false;
       let ring: (() => void) | undefined;
       const rang = () => ring?.();
@@ -193,23 +204,40 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices }: 
         void tracked.finally(() => rounds.delete(tracked));
       };
 
+      // A pass waits briefly for the POSTs still in flight to finish: one transaction records them
+      // together (a pass per finished POST would make small transactions, most of the CPU).
+      let gathered: (() => void) | undefined;
+      const enoughMade = () => made.length >= RECORD_GATHER_ROWS || sending === 0;
+      const gather = () =>
+        enoughMade()
+          ? Promise.resolve()
+          : new Promise<void>((resolve) => {
+              const timer = setTimeout(resolve, RECORD_GATHER_MS);
+              gathered = () => {
+                clearTimeout(timer);
+                resolve();
+              };
+            }).finally(() => (gathered = undefined));
+
       /** Records what was made so far, in one transaction per pass, until nothing is left. */
       const record = async () => {
         while (made.length > 0 && failure === undefined) {
+          await gather();
           const todo = made.splice(0);
-          const results = await db.transaction(async (trx) => {
-            const recorded = await recordAttempts(trx, endpointId, todo, input.nowMs);
-            const done = todo.map((m) => ({ key: m as AttemptKey, result: recorded.get(attemptKey(m))! }));
+          const { done, after } = await db.transaction(async (trx) => {
+            const recorded = await recordWithEndpoint(trx, endpointId, todo, input.nowMs);
+            const done = todo.map((m) => ({ key: m as AttemptKey, result: recorded.results.get(attemptKey(m))! }));
             await advance(trx, endpointId, batch, done);
-            return done;
+            return { done, after: recorded.endpoint };
           });
-          inFlight -= todo.length;
-          for (const { result } of results) {
+          unrecorded -= todo.length;
+          for (const { result } of done) {
             if (result.outcome !== 'delivered' && result.outcome !== 'failed') continue;
             totals.attempted++;
             totals[result.outcome]++;
           }
-          endpoint = await loadEndpoint(endpointId);
+          // The endpoint as recording left it: a disable, a deletion or a new URL shows at once.
+          endpoint = after;
           rang();
         }
       };
@@ -233,22 +261,36 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices }: 
           batch,
           claimed.filter((c) => !c.event),
         );
-        inFlight -= claimed.length - todo.length;
+        sending -= claimed.length - todo.length;
+        unrecorded -= claimed.length - todo.length;
         // The address is checked once per URL for the whole activity, not once per claim.
         if (current.status === 'enabled' && checked?.url !== current.url)
           checked = { url: current.url, check: await checkWebhookUrl(current.url, webhooks) };
-        const attempts = await attempt(current, todo, checked?.check);
-        await webhooks.afterSend?.(attempts.map((m) => m.eventId));
-        made.push(...attempts.map((a) => ({ ...a, atMs })));
-        recordSoon();
+        /** An attempt goes to the recorder as it is made; a POST done frees its slot at once. */
+        const hand = (attempts: AttemptMade[]) => {
+          sending -= attempts.length;
+          made.push(...attempts.map((a) => ({ ...a, atMs })));
+          if (enoughMade()) gathered?.();
+          recordSoon();
+          rang();
+        };
+        const handed = new Set<AttemptMade>();
+        const attempts = await attempt(current, todo, checked?.check, async (m) => {
+          await webhooks.afterSend?.([m.eventId]);
+          handed.add(m);
+          hand([m]);
+        });
+        hand(attempts.filter((a) => !handed.has(a))); // refused: nothing was sent
       };
 
       try {
         while (endpoint && failure === undefined && left() > 0) {
           const slots = Math.min(limit, endpoint.max_in_flight);
           // Claims are batched: with POSTs in flight, wait until half the slots are free (each
-          // claim walks the queue's due index, which churns with every claim and delivery).
-          const free = inFlight === 0 || slots - inFlight >= Math.ceil(slots / 2) ? slots - inFlight : 0;
+          // claim walks the queue's due index, which churns with every claim and delivery); and
+          // no more than two slots' worth are held unrecorded (the recorder is behind).
+          const room = Math.min(slots - sending, 2 * slots - unrecorded);
+          const free = unrecorded === 0 || room >= Math.ceil(slots / 2) ? room : 0;
           if (free > 0) {
             announced = false;
             const atMs = at();
@@ -256,11 +298,12 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices }: 
             const claimed = await withClaimedEvents(db, await claimDue(db, endpointId, batch, atMs, free, firstClaim));
             firstClaim = false;
             if (claimed.length > 0) {
-              inFlight += claimed.length;
+              sending += claimed.length;
+              unrecorded += claimed.length;
               track(send(endpoint, claimed, atMs));
               continue;
             }
-            if (inFlight === 0 && !watch) break; // nothing due, and no way to hear of more
+            if (unrecorded === 0 && !watch) break; // nothing due, and no way to hear of more
           }
           // An announcement counts only with a slot free (announced stays set until a claim).
           if ((free > 0 && announced) || failure !== undefined) continue;

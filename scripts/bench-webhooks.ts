@@ -404,6 +404,7 @@ async function main(): Promise<void> {
       target: '',
       met: null,
     });
+    await stages('burst', burst, committedAt);
     integrity('burst', burst);
     notes.push(
       `burst: ${EVENTS} events committed in ${(producedMs / 1000).toFixed(1)} s (${rate((EVENTS / producedMs) * 1000)}), ` +

@@ -24,7 +24,10 @@ import { DISABLE_AFTER_FAILING_MS, NOTIFY_AFTER_FAILING_MS } from '../src/webhoo
 import { endpointIdKey, endpointStatusKey, merchantIdKey, modeKey } from '../src/temporal/search-attributes';
 import { patches } from './patches';
 
-/** Rows one `deliverDue` has in flight at most (it claims more as its own are recorded). */
+/**
+ * Rows one `deliverDue` had in flight at most before patch delivery-one-batch (two activities
+ * shared the default 20 slots); patched runs give one activity every free slot.
+ */
 const MAX_BATCH = 10;
 /**
  * A `deliverDue` that attempted this many is followed at once by another, without waiting for a
@@ -189,7 +192,8 @@ export async function endpointDeliveryWorkflow(input: EndpointDeliveryInput): Pr
     }
     const wrapUp = rollover();
     while (!wrapUp && hint > 0 && reserved < maxInFlight) {
-      const limit = Math.min(MAX_BATCH, maxInFlight - reserved);
+      const widest = patched(patches.deliveryOneBatch) ? maxInFlight : MAX_BATCH;
+      const limit = Math.min(widest, maxInFlight - reserved);
       hint = Math.max(0, hint - limit);
       launch(limit, now);
     }

@@ -30,4 +30,9 @@ export const patches = {
   deliveryFailingNotice: 'delivery-failing-notice',
   /** Delivery: a new run continues as new past 1,000 history events (5,000 before), so a restarted worker replays it well within the task timeout. */
   deliveryShorterRuns: 'delivery-shorter-runs',
+  /**
+   * Delivery: a `deliverDue` takes every free slot (`max_in_flight`), not 10 of them: one activity
+   * per endpoint, whose claims and recording transactions are twice as wide (half the statements).
+   */
+  deliveryOneBatch: 'delivery-one-batch',
 } as const;

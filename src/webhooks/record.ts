@@ -3,6 +3,8 @@ import { type Db, inTransaction } from '../db/knex';
 import { type EventRow, eventsByIds } from '../checkout/events';
 import { eventIdRanges } from '../lib/id-time';
 import type { DeliveryRow } from './event-deliveries';
+import type { EndpointRow } from './endpoint-row';
+import { preparedQuery } from '../db/prepared';
 import { DISABLE_AFTER_FAILING_MS, NOTIFY_AFTER_FAILING_MS, nextRetryAtMs } from './schedule';
 import { queueState } from './queue';
 import { currentTraceparent } from '../telemetry/propagation';
@@ -100,44 +102,34 @@ async function rowsOf(db: Db, endpointId: string, keys: readonly AttemptKey[]): 
 }
 
 /**
- * Keeps `webhook_undelivered` (the `delivery_success=false` list) in step with newly recorded
- * attempts: an event's success at the endpoint removes its row; a failure (or a retry refused
- * because the endpoint is disabled) adds one unless the event was already delivered there (a
- * failed redelivery of a delivered event is not undelivered).
+ * Adds newly recorded failures (and retries refused because the endpoint is disabled) to
+ * `webhook_undelivered` (the `delivery_success=false` list) unless the event was already delivered
+ * there (a failed redelivery of a delivered event is not undelivered). An event's success at the
+ * endpoint removes its row as the success is inserted (INSERT_ATTEMPTS_SQL).
  */
-async function trackUndelivered(db: Db, endpointId: string, rows: readonly DeliveryRow[]): Promise<void> {
-  const delivered = [...new Set(rows.filter((r) => r.error === null).map((r) => r.event_id))];
-  const failed = [...new Set(rows.filter((r) => r.error !== null).map((r) => r.event_id))].filter(
-    (id) => !delivered.includes(id),
-  );
-  if (delivered.length > 0) {
-    await db.raw(`DELETE FROM webhook_undelivered WHERE endpoint_id = ? AND event_id = ANY(?::text[])`, [
+async function addUndelivered(db: Db, endpointId: string, failedRows: readonly DeliveryRow[]): Promise<void> {
+  const failed = [...new Set(failedRows.map((r) => r.event_id))];
+  if (failed.length === 0) return;
+  // The events read by id within their ids' days (eventsByIds), not across every day of the log.
+  const events = await eventsByIds(db, failed, ['id', 'merchant_id', 'mode', 'created_at']);
+  const days = eventIdRanges('d.event_id', failed);
+  await db.raw(
+    `INSERT INTO webhook_undelivered (event_id, endpoint_id, merchant_id, mode, event_created_at)
+     SELECT e.id, ?, e.merchant_id, e.mode, e.created_at
+       FROM unnest(?::text[], ?::text[], ?::text[], ?::timestamptz[]) AS e(id, merchant_id, mode, created_at)
+      WHERE NOT EXISTS (SELECT 1 FROM event_deliveries d
+                         WHERE d.event_id = e.id AND d.endpoint_id = ? AND d.error IS NULL AND ${days.sql})
+     ON CONFLICT DO NOTHING`,
+    [
       endpointId,
-      delivered,
-    ]);
-  }
-  if (failed.length > 0) {
-    // The events read by id within their ids' days (eventsByIds), not across every day of the log.
-    const events = await eventsByIds(db, failed, ['id', 'merchant_id', 'mode', 'created_at']);
-    const days = eventIdRanges('d.event_id', failed);
-    await db.raw(
-      `INSERT INTO webhook_undelivered (event_id, endpoint_id, merchant_id, mode, event_created_at)
-       SELECT e.id, ?, e.merchant_id, e.mode, e.created_at
-         FROM unnest(?::text[], ?::text[], ?::text[], ?::timestamptz[]) AS e(id, merchant_id, mode, created_at)
-        WHERE NOT EXISTS (SELECT 1 FROM event_deliveries d
-                           WHERE d.event_id = e.id AND d.endpoint_id = ? AND d.error IS NULL AND ${days.sql})
-       ON CONFLICT DO NOTHING`,
-      [
-        endpointId,
-        events.map((e) => e.id),
-        events.map((e) => e.merchant_id),
-        events.map((e) => e.mode),
-        events.map((e) => new Date(e.created_at).toISOString()),
-        endpointId,
-        ...days.bindings,
-      ],
-    );
-  }
+      events.map((e) => e.id),
+      events.map((e) => e.merchant_id),
+      events.map((e) => e.mode),
+      events.map((e) => new Date(e.created_at).toISOString()),
+      endpointId,
+      ...days.bindings,
+    ],
+  );
 }
 
 /** Results of the attempts already recorded (an activity retry, a repeated signal), by attemptKey. */
@@ -167,59 +159,109 @@ export async function recordAttempts(
   attemptAtMs: number,
 ): Promise<Map<string, AttemptResult>> {
   if (attempts.length === 0) return new Map();
+  return inTransaction(db, async (trx) => (await recordWithEndpoint(trx, endpointId, attempts, attemptAtMs)).results);
+}
+
+/**
+ * Inserts the attempts (`ON CONFLICT DO NOTHING`) and, in the same statement, takes the events
+ * that succeeded off the endpoint's undelivered list. A prepared statement of fixed text: its
+ * arrays carry the batch, whatever its size.
+ */
+const INSERT_ATTEMPTS_SQL = `WITH inserted AS (
+  INSERT INTO event_deliveries (event_id, endpoint_id, generation, attempt_no, status_code, error,
+                                delivered_at, next_retry_at, duration_ms, response_body)
+  SELECT a.event_id, $1, a.generation, a.attempt_no, a.status_code, a.error, a.delivered_at, a.next_retry_at,
+         a.duration_ms, a.response_body
+    FROM unnest($2::text[], $3::bigint[], $4::int[], $5::int[], $6::text[], $7::timestamptz[], $8::timestamptz[],
+                $9::int[], $10::text[]) AS a(event_id, generation, attempt_no, status_code, error, delivered_at,
+                                             next_retry_at, duration_ms, response_body)
+  ON CONFLICT (event_id, endpoint_id, generation, attempt_no) DO NOTHING
+  RETURNING *
+), delivered AS (
+  DELETE FROM webhook_undelivered u USING inserted i
+   WHERE u.endpoint_id = $1 AND u.event_id = i.event_id AND i.error IS NULL AND i.delivered_at IS NOT NULL
+)
+SELECT * FROM inserted`;
+
+/**
+ * Moves the endpoint's failure clock (see recordAttempts) in one statement, on the row as it stands
+ * once locked, and returns the endpoint as it is after it (`$1` the endpoint, `$2` the latest
+ * success or null, `$3` the first failure after it or null, `$4` the last failure's error): the
+ * success stops the clock; the failures start it, unless the endpoint is not enabled or a success
+ * as recent is recorded.
+ */
+const FAILURE_CLOCK_SQL = `UPDATE webhook_endpoints e
+   SET last_success_at = CASE WHEN $2::timestamptz IS NULL THEN e.last_success_at ELSE GREATEST(e.last_success_at, $2) END,
+       failing_since = CASE
+         WHEN $3::timestamptz IS NOT NULL AND e.status = 'enabled'
+              AND (GREATEST(e.last_success_at, $2) IS NULL OR GREATEST(e.last_success_at, $2) < $3)
+           THEN COALESCE(CASE WHEN $2 IS NULL THEN e.failing_since END, $3)
+         WHEN $2 IS NULL THEN e.failing_since
+       END,
+       last_error = CASE
+         WHEN $3 IS NOT NULL AND e.status = 'enabled'
+              AND (GREATEST(e.last_success_at, $2) IS NULL OR GREATEST(e.last_success_at, $2) < $3)
+           THEN $4::text
+         ELSE e.last_error
+       END
+ WHERE e.id = $1
+RETURNING e.*`;
+
+/**
+ * recordAttempts in the caller's transaction, also returning the endpoint as the transaction left
+ * it (undefined when it is gone): the failure clock's statement returns it, so the endpoint's
+ * delivery loop needs no read of its own to see it disabled, deleted or changed.
+ */
+export async function recordWithEndpoint(
+  trx: Db,
+  endpointId: string,
+  attempts: ReadonlyArray<AttemptMade & { atMs?: number }>,
+  attemptAtMs: number,
+): Promise<{ results: Map<string, AttemptResult>; endpoint: EndpointRow | undefined }> {
   const atOf = (a: { atMs?: number }) => a.atMs ?? attemptAtMs;
-  return inTransaction(db, async (trx) => {
-    const inserted: DeliveryRow[] = await trx('event_deliveries')
-      .insert(
-        attempts.map((a) => {
-          const retry = a.error !== null && a.attempted ? nextRetryAtMs(a.attemptNo, atOf(a)) : null;
-          return {
-            event_id: a.eventId,
-            endpoint_id: endpointId,
-            generation: a.generation,
-            attempt_no: a.attemptNo,
-            status_code: a.statusCode,
-            error: a.error,
-            delivered_at: a.attempted ? new Date(atOf(a)) : null,
-            next_retry_at: retry === null ? null : new Date(retry),
-            duration_ms: a.durationMs ?? null,
-            response_body: a.responseBody ?? null,
-          };
-        }),
-      )
-      .onConflict(['event_id', 'endpoint_id', 'generation', 'attempt_no'])
-      .ignore()
-      .returning('*');
-    const committedAt = new Map(attempts.map((a) => [attemptKey(a), (a.event as { created_at?: Date }).created_at]));
-    afterCommit(trx, () => countWebhookAttempts(inserted, (i) => committedAt.get(rowKey(inserted[i]))));
-    const made = inserted.filter((r) => r.delivered_at !== null).map((r) => ({ r, at: ms(r.delivered_at)! }));
-    const successes = made.filter(({ r }) => r.error === null).map(({ at }) => at);
-    const lastSuccess = successes.length > 0 ? Math.max(...successes) : null;
-    const laterFailures = made.filter(({ r, at }) => r.error !== null && (lastSuccess === null || at > lastSuccess));
-    if (lastSuccess !== null) {
-      await trx.raw(
-        `UPDATE webhook_endpoints SET failing_since = NULL, last_success_at = GREATEST(last_success_at, ?) WHERE id = ?`,
-        [new Date(lastSuccess), endpointId],
-      );
-    }
-    if (laterFailures.length > 0) {
-      const firstFailure = new Date(Math.min(...laterFailures.map(({ at }) => at)));
-      const last = laterFailures.reduce((a, b) => (b.at >= a.at ? b : a)).r;
-      await trx.raw(
-        `UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, ?), last_error = ?
-          WHERE id = ? AND status = 'enabled' AND (last_success_at IS NULL OR last_success_at < ?)`,
-        [firstFailure, last.error, endpointId, firstFailure],
-      );
-    }
-    await trackUndelivered(
-      trx,
-      endpointId,
-      inserted.filter((r) => r.delivered_at !== null || r.error === 'endpoint_disabled'),
-    );
-    const rows = inserted.length === attempts.length ? inserted : await rowsOf(trx, endpointId, attempts);
-    const since = await failingSince(trx, endpointId);
-    return new Map(rows.map((r) => [rowKey(r), resultOf(r, since)]));
-  });
+  const iso = (msOrNull: number | null) => (msOrNull === null ? null : new Date(msOrNull).toISOString());
+  const retryOf = (a: AttemptMade & { atMs?: number }) =>
+    a.error !== null && a.attempted ? nextRetryAtMs(a.attemptNo, atOf(a)) : null;
+  const { rows: inserted } = await preparedQuery<DeliveryRow>(trx, 'event_deliveries_record', INSERT_ATTEMPTS_SQL, [
+    endpointId,
+    attempts.map((a) => a.eventId),
+    attempts.map((a) => a.generation),
+    attempts.map((a) => a.attemptNo),
+    attempts.map((a) => a.statusCode),
+    attempts.map((a) => a.error),
+    attempts.map((a) => iso(a.attempted ? atOf(a) : null)),
+    attempts.map((a) => iso(retryOf(a))),
+    attempts.map((a) => a.durationMs ?? null),
+    attempts.map((a) => a.responseBody ?? null),
+  ]);
+  const committedAt = new Map(attempts.map((a) => [attemptKey(a), (a.event as { created_at?: Date }).created_at]));
+  afterCommit(trx, () => countWebhookAttempts(inserted, (i) => committedAt.get(rowKey(inserted[i]))));
+  const made = inserted.filter((r) => r.delivered_at !== null).map((r) => ({ r, at: ms(r.delivered_at)! }));
+  const successes = made.filter(({ r }) => r.error === null).map(({ at }) => at);
+  const lastSuccess = successes.length > 0 ? Math.max(...successes) : null;
+  const laterFailures = made.filter(({ r, at }) => r.error !== null && (lastSuccess === null || at > lastSuccess));
+  const firstFailure = laterFailures.length > 0 ? Math.min(...laterFailures.map(({ at }) => at)) : null;
+  const lastError = laterFailures.length > 0 ? laterFailures.reduce((a, b) => (b.at >= a.at ? b : a)).r.error : null;
+  const { rows: endpoints } =
+    lastSuccess === null && firstFailure === null
+      ? await preparedQuery<EndpointRow>(trx, 'webhook_endpoint_by_id', 'SELECT * FROM webhook_endpoints WHERE id = $1', [
+          endpointId,
+        ])
+      : await preparedQuery<EndpointRow>(trx, 'webhook_endpoint_failure_clock', FAILURE_CLOCK_SQL, [
+          endpointId,
+          lastSuccess === null ? null : new Date(lastSuccess),
+          firstFailure === null ? null : new Date(firstFailure),
+          lastError,
+        ]);
+  const endpoint = endpoints[0];
+  await addUndelivered(
+    trx,
+    endpointId,
+    inserted.filter((r) => r.error !== null && (r.delivered_at !== null || r.error === 'endpoint_disabled')),
+  );
+  const rows = inserted.length === attempts.length ? inserted : await rowsOf(trx, endpointId, attempts);
+  const since = endpoint?.status === 'enabled' ? ms(endpoint.failing_since) : null;
+  return { results: new Map(rows.map((r) => [rowKey(r), resultOf(r, since)])), endpoint };
 }
 
 /**

@@ -18,8 +18,8 @@ export interface WebhookRuntime {
   /** Extra certificate authorities (PEM) trusted beside Node's roots, never instead of verification. */
   extraCa: string[];
   /**
-   * A test seam, unset in production: runs after a batch's POSTs and before their rows are
-   * updated; a throw there is a worker dying between the POST and the row update.
+   * A test seam, unset in production: runs after each POST and before its row is updated; a
+   * throw there is a worker dying between the POST and the row update.
    */
   afterSend?: (eventIds: string[]) => void | Promise<void>;
 }

@@ -97,9 +97,12 @@ it('queues one row per event and endpoint as the dispatcher commits it, and dele
       ['EndpointStatus', 'enabled'],
     ]),
   );
-  // A new run takes the shorter history bound (continues as new past 1,000 events): its history
-  // marks patch delivery-shorter-runs, which runs from before never saw.
-  expect(patchesMarked((await handle.fetchHistory()).events ?? [])).toContain(patches.deliveryShorterRuns);
+  // A new run takes the shorter history bound (continues as new past 1,000 events) and gives one
+  // activity every slot: its history marks patches delivery-shorter-runs and delivery-one-batch,
+  // which runs from before never saw.
+  expect(patchesMarked((await handle.fetchHistory()).events ?? [])).toEqual(
+    expect.arrayContaining([patches.deliveryShorterRuns, patches.deliveryOneBatch]),
+  );
 });
 
 /** The patch ids a history's markers record (`patched()` calls that took the new branch). */
