@@ -244,9 +244,12 @@ export async function recordWithEndpoint(
   const lastError = laterFailures.length > 0 ? laterFailures.reduce((a, b) => (b.at >= a.at ? b : a)).r.error : null;
   const { rows: endpoints } =
     lastSuccess === null && firstFailure === null
-      ? await preparedQuery<EndpointRow>(trx, 'webhook_endpoint_by_id', 'SELECT * FROM webhook_endpoints WHERE id = $1', [
-          endpointId,
-        ])
+      ? await preparedQuery<EndpointRow>(
+          trx,
+          'webhook_endpoint_by_id',
+          'SELECT * FROM webhook_endpoints WHERE id = $1',
+          [endpointId],
+        )
       : await preparedQuery<EndpointRow>(trx, 'webhook_endpoint_failure_clock', FAILURE_CLOCK_SQL, [
           endpointId,
           lastSuccess === null ? null : new Date(lastSuccess),
