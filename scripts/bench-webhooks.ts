@@ -45,6 +45,7 @@ import { waitFor } from './processes';
  *     in the event's statement, SKIP LOCKED claims, the same signed POST, batched records), the
  *     target's reference, and the bare-POST floor (the same number of signed POSTs straight to the
  *     receiver at the endpoints' concurrency: scripts/bench/post-floor.ts), printed for reference;
+ *     and where its commit → first byte went (the dispatcher, then the queue), as for parts 2 and 3;
  *  2. paced: 1,000 events at a steady 40 per second to the same 5 endpoints; commit → receiver's
  *     first byte, median and p95;
  *  3. hot: one endpoint alone at 200 events per second for 30 seconds; the same p95;
