@@ -418,6 +418,41 @@ it('never has more POSTs in flight to an endpoint than its max_in_flight (set wi
   expect(overlapping).toBe(2);
 });
 
+it('gives one deliverDue every slot of its endpoint: one batch at a time, its limit the max_in_flight (patch delivery-one-batch)', async () => {
+  const m = await webhookMerchant();
+  const p = path();
+  receiver.respond = (r) => (r.path === p ? { status: 200, delayMs: 200 } : { status: 200 });
+  const endpoint = await createEndpoint(m.secretKey, receiver.url(p));
+  await setEndpointConcurrency(stack.db, endpoint.id, 15);
+  await Promise.all(Array.from({ length: 30 }, () => stateChange(m.merchantId, 'checkout.session.completed')));
+  await receiver.waitFor(30, p, 30_000);
+  const handle = stack.env.client.workflow.getHandle(endpoint.id);
+  const events = (await handle.fetchHistory()).events ?? [];
+  expect(patchesMarked(events)).toContain(patches.deliveryOneBatch);
+  // Each deliverDue's limit, and the most running at once (scheduled and not yet closed).
+  const limits: number[] = [];
+  const open = new Set<string>();
+  let most = 0;
+  for (const e of events) {
+    const scheduled = e.activityTaskScheduledEventAttributes;
+    if (scheduled?.activityType?.name === 'deliverDue') {
+      const data = scheduled.input?.payloads?.[0]?.data;
+      limits.push((JSON.parse(Buffer.from(data!).toString()) as { limit: number }).limit);
+      open.add(String(e.eventId));
+      most = Math.max(most, open.size);
+    }
+    const closed =
+      e.activityTaskCompletedEventAttributes ??
+      e.activityTaskFailedEventAttributes ??
+      e.activityTaskTimedOutEventAttributes ??
+      e.activityTaskCanceledEventAttributes;
+    if (closed) open.delete(String(closed.scheduledEventId));
+  }
+  expect(limits.length).toBeGreaterThan(0);
+  expect(new Set(limits)).toEqual(new Set([15]));
+  expect(most).toBe(1);
+});
+
 it('follows a busy deliverDue (5 or more attempts) with another at once, so the next events need no wake', async () => {
   const m = await webhookMerchant();
   const p = path();
