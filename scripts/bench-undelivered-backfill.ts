@@ -1,5 +1,4 @@
-import { migrationSource } from '../migrations';
-import { createDb } from '../src/db/knex';
+import { createDb, migrateUpTo, migrateUpToBefore } from '../src/db/knex';
 import { createMerchant } from '../src/ops/merchants';
 import { recordAttempts } from '../src/webhooks/record';
 import { scratchDatabase } from './bench/environment';
@@ -33,26 +32,6 @@ const RULE_SQL = `
    GROUP BY d.event_id, d.endpoint_id
   HAVING bool_or(d.error IS NOT NULL AND (d.delivered_at IS NOT NULL OR d.error = 'endpoint_disabled'))
      AND NOT bool_or(d.error IS NULL)`;
-
-async function migrateUpTo(db: ReturnType<typeof createDb>, name: string) {
-  for (;;) {
-    const [, names] = (await db.migrate.up()) as [number, string[]];
-    if (names.length === 0 || names.some((n) => n.startsWith(name))) return;
-  }
-}
-
-/** Applies migrations until `name` is the next one. */
-async function migrateUpToBefore(db: ReturnType<typeof createDb>, name: string) {
-  for (;;) {
-    const [, pending] = (await db.migrate.list()) as [
-      unknown,
-      Parameters<typeof migrationSource.getMigrationName>[0][],
-    ];
-    if (pending.length === 0) throw new Error(`${name} is not pending`);
-    if (migrationSource.getMigrationName(pending[0]).startsWith(name)) return;
-    await db.migrate.up();
-  }
-}
 
 async function main(): Promise<void> {
   const scratch = await scratchDatabase('svc_bfbench', 'bench-undelivered-backfill');

@@ -23,6 +23,31 @@ export async function migrateLatest(db: Db): Promise<string[]> {
   return applied;
 }
 
+/**
+ * Applies migrations one at a time through the one whose name starts with `name` (a test or a
+ * bench building the schema of an earlier release); throws if it never applies.
+ */
+export async function migrateUpTo(db: Db, name: string): Promise<void> {
+  for (;;) {
+    const [, applied] = (await db.migrate.up()) as [number, string[]];
+    if (applied.length === 0) throw new Error(`migration ${name} never applied`);
+    if (applied.some((m) => m.startsWith(name))) return;
+  }
+}
+
+/** Applies migrations one at a time until the one whose name starts with `name` is the next; throws if it is not pending. */
+export async function migrateUpToBefore(db: Db, name: string): Promise<void> {
+  for (;;) {
+    const [, pending] = (await db.migrate.list()) as [
+      unknown,
+      Parameters<typeof migrationSource.getMigrationName>[0][],
+    ];
+    if (pending.length === 0) throw new Error(`migration ${name} is not pending`);
+    if (migrationSource.getMigrationName(pending[0]).startsWith(name)) return;
+    await db.migrate.up();
+  }
+}
+
 /** Runs `work` in the caller's transaction when `db` is one (no savepoint), else in a new transaction. */
 export function inTransaction<T>(db: Db, work: (trx: Db) => Promise<T>): Promise<T> {
   return db.isTransaction ? work(db) : db.transaction(work);

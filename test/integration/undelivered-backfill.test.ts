@@ -1,8 +1,7 @@
-import { migrationSource } from '../../migrations';
 import { listEvents } from '../../src/checkout/events';
 import { run as ops } from '../../src/cli/run';
 import { loadSettings } from '../../src/config';
-import type { Db } from '../../src/db/knex';
+import { type Db, migrateUpTo, migrateUpToBefore } from '../../src/db/knex';
 import { randomString, timeOrderedBody } from '../../src/lib/ids';
 import { createMerchant } from '../../src/ops/merchants';
 import { recordAttempts } from '../../src/webhooks/record';
@@ -120,25 +119,8 @@ describe('the undelivered backfill', () => {
   });
   afterAll(() => own.drop());
 
-  /** Applies migrations until `migration` is the next one. */
-  const upToBefore = async (migration: string) => {
-    for (;;) {
-      const [, pending] = (await db.migrate.list()) as [
-        unknown,
-        Parameters<typeof migrationSource.getMigrationName>[0][],
-      ];
-      if (pending.length === 0) throw new Error(`${migration} is not pending`);
-      if (migrationSource.getMigrationName(pending[0]).startsWith(migration)) return;
-      await db.migrate.up();
-    }
-  };
-  const upTo = async (migration: string) => {
-    for (;;) {
-      const [, applied] = await db.migrate.up();
-      if (applied.length === 0) throw new Error(`${migration} never applied`);
-      if (applied.some((m: string) => m.startsWith(migration))) return;
-    }
-  };
+  const upToBefore = (migration: string) => migrateUpToBefore(db, migration);
+  const upTo = (migration: string) => migrateUpTo(db, migration);
 
   it('lists exactly the pairs the recorder would have, within retention; a second run changes nothing', async () => {
     // Before the list existed (the previous release's schema): the attempts of the last 30 days.
