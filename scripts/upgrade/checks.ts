@@ -1,0 +1,99 @@
+import { Client as PgClient } from 'pg';
+import type { Client as TemporalClient } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+
+/** The longest lock wait seen in one phase: who waited, on whom, doing what. */
+export interface LockWait {
+  ms: number;
+  waiter: string;
+  blockers: string;
+  query: string;
+}
+
+/**
+ * Samples Postgres's lock queue every `everyMs` on a connection of its own: for each phase the
+ * longest time any backend of the run's database has waited for a lock (`pg_locks.waitstart`), with
+ * the application names of the waiter and of what blocks it (every process of the run names itself).
+ */
+export async function startLockSampler(databaseUrl: string, phaseOf: () => string, everyMs = 25) {
+  const client = new PgClient({ connectionString: databaseUrl, application_name: 'bench-lock-sampler' });
+  client.on('error', () => undefined);
+  await client.connect();
+  const longest = new Map<string, LockWait>();
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      try {
+        const { rows } = await client.query<{ ms: number; waiter: string; blockers: string | null; query: string }>(
+          `SELECT extract(epoch FROM clock_timestamp() - l.waitstart) * 1000 AS ms,
+                  a.application_name AS waiter,
+                  (SELECT string_agg(DISTINCT b.application_name, ',') FROM pg_stat_activity b
+                    WHERE b.pid = ANY(pg_blocking_pids(l.pid))) AS blockers,
+                  left(regexp_replace(a.query, '\\s+', ' ', 'g'), 140) AS query
+             FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+            WHERE NOT l.granted AND l.waitstart IS NOT NULL AND a.datname = current_database()
+            ORDER BY 1 DESC LIMIT 1`,
+        );
+        const top = rows[0];
+        const phase = phaseOf();
+        if (top && Number(top.ms) > (longest.get(phase)?.ms ?? 0))
+          longest.set(phase, {
+            ms: Number(top.ms),
+            waiter: top.waiter,
+            blockers: top.blockers ?? '',
+            query: top.query,
+          });
+      } catch {
+        // A sample lost (the server busy or restarting) is not a finding.
+      }
+      await new Promise((r) => setTimeout(r, everyMs));
+    }
+  })();
+  return {
+    longest,
+    async stop() {
+      running = false;
+      await loop;
+      await client.end();
+    },
+  };
+}
+
+/** A workflow task that failed: the workflow, and why. */
+export interface TaskFailure {
+  workflowId: string;
+  type: string;
+  cause: string;
+  message: string;
+}
+
+/**
+ * Every workflow task failure in every history of the namespace (the bench's own dev server: all
+ * of them are the run's), and the count of workflow tasks that timed out (a worker stopped with a
+ * task on its sticky queue: the server gives the task to another worker, no failure).
+ */
+export async function workflowTaskFailures(
+  client: TemporalClient,
+): Promise<{ workflows: number; failures: TaskFailure[]; timeouts: number }> {
+  const failures: TaskFailure[] = [];
+  let workflows = 0;
+  let timeouts = 0;
+  const types = temporal.api.enums.v1.EventType;
+  const causes = temporal.api.enums.v1.WorkflowTaskFailedCause;
+  for await (const execution of client.workflow.list()) {
+    workflows++;
+    const history = await client.workflow.getHandle(execution.workflowId, execution.runId).fetchHistory();
+    for (const event of history.events ?? []) {
+      if (event.eventType === types.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT) timeouts++;
+      if (event.eventType !== types.EVENT_TYPE_WORKFLOW_TASK_FAILED) continue;
+      const attrs = event.workflowTaskFailedEventAttributes;
+      failures.push({
+        workflowId: execution.workflowId,
+        type: execution.type,
+        cause: causes[attrs?.cause ?? 0] ?? String(attrs?.cause),
+        message: (attrs?.failure?.message ?? '').slice(0, 300),
+      });
+    }
+  }
+  return { workflows, failures, timeouts };
+}
