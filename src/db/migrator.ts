@@ -9,8 +9,13 @@ import knexFactory, { type Knex } from 'knex';
 import { migrations, sourceOf, type Migration, type MigrationList, type Phase } from '../../migrations';
 import { log } from '../lib/log';
 
-/** Timeouts on every connection a migration uses, unless its file declares longer ones (never none). */
-export const MIGRATION_TIMEOUTS = { lockMs: 3_000, statementMs: 60_000 } as const;
+/**
+ * Timeouts on every connection a migration uses, unless its file declares longer ones (never none).
+ * While a migration waits for a lock, every write to that table queues behind it: lock_timeout is
+ * the longest stall a try can cause (bench:migrate LONG_READ_S=5: the writer's worst was the
+ * lock_timeout, 3,013 ms at 3 s), so it is short and the tries are many.
+ */
+export const MIGRATION_TIMEOUTS = { lockMs: 1_000, statementMs: 60_000 } as const;
 
 /** How a migration that timed out waiting for a lock is tried again: doubling waits, bounded in tries and time. */
 export interface RetrySchedule {
