@@ -27,6 +27,7 @@ import * as pendingQueue from './20261126030000_pending_queue';
 import * as eventListKeys from './20261126040000_event_list_keys';
 import * as deliveryTenantOptional from './20261126041000_delivery_tenant_optional';
 import * as undeliveredBackfill from './20261126050000_undelivered_backfill';
+import * as deliveryTenantDrop from './20261127120000_delivery_tenant_drop';
 
 /**
  * When a migration runs in a release that rolls under load (docs/operations.md, "Releasing"):
@@ -83,6 +84,7 @@ export const migrations: MigrationList = [
   ['20261126040000_event_list_keys', eventListKeys],
   ['20261126041000_delivery_tenant_optional', deliveryTenantOptional],
   ['20261126050000_undelivered_backfill', undeliveredBackfill],
+  ['20261127120000_delivery_tenant_drop', deliveryTenantDrop],
 ];
 
 /**
