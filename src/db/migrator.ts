@@ -161,8 +161,15 @@ export async function migrate(db: Knex, options: MigrateOptions = {}): Promise<A
     const outcome = await applyWithRetries(db, list, name, migration, options);
     if ('error' in outcome) {
       const cause = outcome.error;
+      const why =
+        cause instanceof Error && cause.name === 'MigrationLocked'
+          ? 'knex_migrations_lock is taken: another `npm run migrate` is running, or one was killed during a ' +
+            'migration without a transaction (then `npm run migrate -- --unlock`)'
+          : cause instanceof Error
+            ? cause.message
+            : String(cause);
       throw new MigrationError(
-        `migration ${name} failed: ${cause instanceof Error ? cause.message : String(cause)}`,
+        `migration ${name} failed: ${why}`,
         applied,
         { name, phase: migration.phase, attempts: outcome.attempts },
         { cause },

@@ -4,7 +4,7 @@ import type { Knex } from 'knex';
 import { Client as PgClient } from 'pg';
 import { sourceOf, type Migration, type MigrationList } from '../../migrations';
 import { migrateUpTo } from '../../src/db/knex';
-import { migrate, MigrationError, migrationStatus, type RetrySchedule } from '../../src/db/migrator';
+import { migrate, MigrationError, migrationStatus, type RetrySchedule, unlockMigrations } from '../../src/db/migrator';
 import { captureLogs, setLogLevel } from '../../src/lib/log';
 import { fixtureMigration } from '../helpers/migrations';
 import { ownDatabase } from '../helpers/services';
@@ -236,6 +236,21 @@ describe('lock timeouts', () => {
     const error = (await migrate(db, { list, retry: quickRetry }).catch((e: unknown) => e)) as MigrationError;
     expect(error.failed).toEqual({ name: '20990101000001_broken', phase: 'expand', attempts: 1 });
     expect(retries()).toEqual([]);
+  });
+});
+
+describe('knex’s migration lock', () => {
+  it('names the way out when a killed run left it taken, and --unlock frees it', async () => {
+    const list = [fixtureMigration('20990101000001_table', 'expand', ['CREATE TABLE after_unlock (id int)'])];
+    await db.migrate.list({ migrationSource: sourceOf(list) }); // knex's tables, as any earlier run leaves them
+    await db('knex_migrations_lock').update({ is_locked: 1 });
+    const error = (await migrate(db, { list }).catch((e: unknown) => e)) as MigrationError;
+    expect(error.message).toBe(
+      'migration 20990101000001_table failed: knex_migrations_lock is taken: another `npm run migrate` is ' +
+        'running, or one was killed during a migration without a transaction (then `npm run migrate -- --unlock`)',
+    );
+    await unlockMigrations(db);
+    expect((await migrate(db, { list })).map((m) => m.name)).toEqual(['20990101000001_table']);
   });
 });
 
