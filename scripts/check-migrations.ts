@@ -1,6 +1,5 @@
 import { migrations } from '../migrations';
 import { checkMigrations, formatFindings, newestRelease, newMigrations } from './migration-lint';
-import { setLogLevel } from '../src/lib/log';
 import { findSquawk } from './toolchain';
 
 /**
@@ -10,7 +9,6 @@ import { findSquawk } from './toolchain';
  * and exits 1 when there is one; 0 at once when no migration is new.
  */
 async function main(): Promise<number> {
-  setLogLevel('warn'); // the runner's line per migration would bury the findings
   const adminUrl = process.env.DATABASE_URL;
   if (!adminUrl) throw new Error('DATABASE_URL is not set (npm test sets it)');
   const release = newestRelease();

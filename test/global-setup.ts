@@ -5,7 +5,6 @@ import { bundleWorkflowCode } from '@temporalio/worker';
 import { workflowInterceptorModules } from '../src/telemetry/temporal';
 import { createDb, migrateLatest } from '../src/db/knex';
 import { randomString } from '../src/lib/ids';
-import { setLogLevel } from '../src/lib/log';
 import { newRunEnvFile, RUN_ENV_VARIABLE, RunEnv } from './helpers/run-env';
 
 /**
@@ -31,7 +30,6 @@ export default async function globalSetup(): Promise<void> {
   url.pathname = `/${databaseName}`;
   const databaseUrl = url.toString();
   const db = createDb(databaseUrl, 2);
-  setLogLevel('warn'); // not a line per migration
   await migrateLatest(db);
   await db.destroy();
 

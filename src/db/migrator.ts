@@ -231,7 +231,8 @@ async function applyWithRetries(
         duration_ms: Math.round(performance.now() - started),
         attempts: attempt,
       };
-      if (ran) log.info('migration applied', { ...applied });
+      // At debug: `npm run migrate` prints each one, and `npm start` stays quiet.
+      if (ran) log.debug('migration applied', { ...applied });
       else log.info('migration already applied by another run', { name });
       return { applied: ran ? applied : undefined };
     } catch (error) {
