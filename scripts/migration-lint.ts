@@ -104,25 +104,23 @@ export function newMigrations(
 /** `sql` split into top-level statements (not inside quotes, dollar quotes or comments), trimmed, without `;`. */
 export function splitStatements(sql: string): string[] {
   const out: string[] = [];
+  const dollarQuote = /\$(\w*)\$/y;
+  /** The index of the last character of what opens at `i` (a comment, a quoted text), or `i` itself. */
+  const endOf = (i: number): number => {
+    const close = (text: string, from: number) => {
+      const at = sql.indexOf(text, from);
+      return at < 0 ? sql.length : at + text.length - 1;
+    };
+    if (sql.startsWith('--', i)) return close('\n', i);
+    if (sql.startsWith('/*', i)) return close('*/', i + 2);
+    if (sql[i] === "'" || sql[i] === '"') return close(sql[i], i + 1);
+    dollarQuote.lastIndex = i;
+    const tag = dollarQuote.exec(sql)?.[0];
+    return tag ? close(tag, i + tag.length) : i;
+  };
   let start = 0;
-  for (let i = 0; i < sql.length; i++) {
-    const rest = sql.slice(i);
-    const skip = rest.startsWith('--')
-      ? rest.indexOf('\n')
-      : rest.startsWith('/*')
-        ? rest.indexOf('*/') + 1
-        : rest[0] === "'"
-          ? rest.indexOf("'", 1)
-          : rest[0] === '"'
-            ? rest.indexOf('"', 1)
-            : -2;
-    const dollar = /^\$(\w*)\$/.exec(rest);
-    if (dollar) {
-      const end = rest.indexOf(dollar[0], dollar[0].length);
-      i += end < 0 ? rest.length : end + dollar[0].length - 1;
-    } else if (skip !== -2) {
-      i += skip < 0 ? rest.length : skip;
-    } else if (sql[i] === ';') {
+  for (let i = 0; i < sql.length; i = endOf(i) + 1) {
+    if (sql[i] === ';') {
       out.push(sql.slice(start, i));
       start = i + 1;
     }
