@@ -1,6 +1,9 @@
 import type { Knex } from 'knex';
 
 /** Foundation schema: tenants, keys, catalog, orders, merchants, and the shared HTTP tables. */
+/** New tables only. */
+export const phase = 'expand';
+
 export async function up(knex: Knex): Promise<void> {
   const ts = (t: Knex.CreateTableBuilder) => {
     t.timestamp('created_at', { useTz: true, precision: 3 }).notNullable().defaultTo(knex.fn.now());

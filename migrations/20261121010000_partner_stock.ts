@@ -1,6 +1,9 @@
 import type { Knex } from 'knex';
 
 /** Partner stock: the adjustment audit trail and the seller ledger it books to. */
+/** New tables only. */
+export const phase = 'expand';
+
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('stock_adjustments', (t) => {
     t.text('id').primary();

@@ -1,6 +1,9 @@
 import type { Knex } from 'knex';
 
 /** Checkout sessions and the event log every later part writes to. */
+/** New tables and their indexes only. */
+export const phase = 'expand';
+
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('checkout_sessions', (t) => {
     t.text('id').primary();

@@ -1,6 +1,9 @@
 import type { Knex } from 'knex';
 
 /** Webhook endpoints, one row per delivery attempt, and the dispatch mark on events. */
+/** Adds tables and nullable columns (and fills one: a backfill, not allowed today). */
+export const phase = 'expand';
+
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('webhook_endpoints', (t) => {
     t.text('id').primary();

@@ -1,6 +1,9 @@
 import type { Knex } from 'knex';
 
 /** Paying a session: payment attempts, phone OTP challenges, customer tokens and refunds. */
+/** New tables and their indexes only. */
+export const phase = 'expand';
+
 export async function up(knex: Knex): Promise<void> {
   const ts = (t: Knex.CreateTableBuilder, name: string) =>
     t.timestamp(name, { useTz: true, precision: 3 }).notNullable().defaultTo(knex.fn.now());

@@ -5,6 +5,9 @@ import type { Knex } from 'knex';
  * with it like any drop-in would, so it needs the key itself, not only its hash. The plaintext is
  * kept encrypted (AES-256-GCM with the service's secret key, bound to merchant, mode and key id).
  */
+/** A new table only. */
+export const phase = 'expand';
+
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('hosted_page_keys', (t) => {
     t.text('merchant_id').notNullable().references('merchants.id').onDelete('CASCADE');

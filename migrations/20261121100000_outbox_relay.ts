@@ -9,6 +9,9 @@ import type { Knex } from 'knex';
  * only ever meant for `ops outbox list` and are never sent. Every insert notifies `svc_outbox` when
  * its transaction commits, so callers need no change.
  */
+/** Adds columns, an index, a function and a trigger; drops nothing. */
+export const phase = 'expand';
+
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.alterTable('outbox', (t) => {
     t.timestamp('sent_at', { useTz: true, precision: 3 }).nullable();

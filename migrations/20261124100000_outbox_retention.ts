@@ -6,6 +6,9 @@ import type { Knex } from 'knex';
  * `test_mode` marks an SMS written for a test-mode session: it stays in the outbox, and the relay
  * never sends it (it is written without `next_attempt_at`, and the relay also skips the flag).
  */
+/** Relaxes NOT NULL and adds a constant-default column and an index; drops nothing. */
+export const phase = 'expand';
+
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.alterTable('outbox', (t) => {
     t.text('body').nullable().alter();

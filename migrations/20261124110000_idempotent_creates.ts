@@ -8,6 +8,9 @@ import type { Knex } from 'knex';
  * Refunds written before this carry no hash: they are never found again, which after 24 hours is
  * what the key promises.
  */
+/** Drops refunds_idempotency_key (replaced by a wider unique index). */
+export const phase = 'contract';
+
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.alterTable('refunds', (t) => {
     t.text('request_hash');

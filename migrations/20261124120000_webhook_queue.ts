@@ -4,6 +4,9 @@ import type { Knex } from 'knex';
  * Pending webhook deliveries in Postgres (the delivery workflow keeps none in its own state), the
  * per-endpoint concurrency setting, and the replays of a time window.
  */
+/** Adds tables and a column; its CHECK covers only that new column, which no earlier release writes. */
+export const phase = 'expand';
+
 export async function up(knex: Knex): Promise<void> {
   // One row per (event, endpoint, generation), written by the dispatcher (generation 0), a
   // redelivery or a replay (a new generation each). `attempt_no` is the next attempt to make while

@@ -8,6 +8,9 @@ import type { Knex } from 'knex';
  * delivered by the worker's relay, which leases it by moving `next_attempt_at` forward and deletes
  * it once delivered. `payload` is the handoff as the code reads it (with its `kind`).
  */
+/** A new table only. */
+export const phase = 'expand';
+
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('workflow_handoffs', (t) => {
     t.bigIncrements('id');

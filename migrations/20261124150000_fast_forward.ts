@@ -6,6 +6,9 @@ import type { Knex } from 'knex';
  * seconds, the slow button's 90, the 24-hour timeout) count from `created_at` minus this, so the
  * recorded start stays true and the moved one is derived. Zero for every attempt not fast-forwarded.
  */
+/** A constant-default column only. */
+export const phase = 'expand';
+
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.alterTable('payment_attempts', (t) => {
     t.bigInteger('fast_forwarded_ms').notNullable().defaultTo(0);

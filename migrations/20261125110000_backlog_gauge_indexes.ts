@@ -8,6 +8,9 @@ import type { Knex } from 'knex';
  */
 export const config = { transaction: false };
 
+/** Indexes built CONCURRENTLY only. */
+export const phase = 'expand';
+
 export async function up(knex: Knex): Promise<void> {
   await knex.raw(
     `CREATE INDEX CONCURRENTLY IF NOT EXISTS webhook_queue_pending_due ON webhook_queue (next_attempt_at) WHERE status = 'pending'`,

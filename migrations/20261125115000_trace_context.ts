@@ -6,6 +6,9 @@ import type { Knex } from 'knex';
  * handoff relay, a delivery attempt, the outbox relay) continues the trace of the request or
  * activity that wrote it. Null when tracing is off. Nullable without a default: no table rewrite.
  */
+/** Nullable columns only. */
+export const phase = 'expand';
+
 export async function up(knex: Knex): Promise<void> {
   for (const table of ['workflow_handoffs', 'events', 'outbox'])
     await knex.raw(`ALTER TABLE ${table} ADD COLUMN traceparent text`);

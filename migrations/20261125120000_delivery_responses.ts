@@ -13,6 +13,9 @@ import type { Knex } from 'knex';
  * made now would follow the old table into `events_legacy` and keep it from ever being dropped.
  * The janitor deletes the rows of events past retention instead (by `event_created_at`).
  */
+/** Nullable columns and a new table only. */
+export const phase = 'expand';
+
 export async function up(knex: Knex): Promise<void> {
   await knex.raw('ALTER TABLE event_deliveries ADD COLUMN duration_ms integer, ADD COLUMN response_body text');
   await knex.raw(`

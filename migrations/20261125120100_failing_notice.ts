@@ -6,6 +6,9 @@ import type { Knex } from 'knex';
  * `failing_notified_at` (when the e-mail went; one sent before `failing_since` belongs to an
  * earlier failure streak). Nullable columns without a default: no rewrite, an instant's lock.
  */
+/** Nullable columns only. */
+export const phase = 'expand';
+
 export async function up(knex: Knex): Promise<void> {
   await knex.raw(
     'ALTER TABLE webhook_endpoints ADD COLUMN last_error text, ADD COLUMN failing_notified_at timestamptz(3)',

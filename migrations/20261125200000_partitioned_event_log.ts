@@ -92,6 +92,9 @@ const TABLES = [
   })),
 ];
 
+/** Drops the event foreign keys and primary key and swaps the tables (validating CHECKs on the way). */
+export const phase = 'contract';
+
 export async function up(knex: Knex): Promise<void> {
   await knex.raw(DAY_FUNCTIONS);
   const { rows } = await knex.raw(

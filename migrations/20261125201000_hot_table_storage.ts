@@ -36,6 +36,9 @@ const SETTINGS: Array<{ table: string; options: string }> = [
   },
 ];
 
+/** Storage settings only. */
+export const phase = 'expand';
+
 export async function up(knex: Knex): Promise<void> {
   for (const { table, options } of SETTINGS) await knex.raw(`ALTER TABLE ${table} SET (${options})`);
 }

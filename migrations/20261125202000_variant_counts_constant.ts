@@ -20,6 +20,9 @@ import type { Knex } from 'knex';
  */
 export const config = { transaction: false };
 
+/** Drops a trigger and two functions, and validates a CHECK. */
+export const phase = 'contract';
+
 export async function up(knex: Knex): Promise<void> {
   // Nullable and without a default when added: no rewrite, the lock held for an instant. New
   // products start at 0; existing ones are counted below, and NOT NULL is proven at the end.

@@ -10,6 +10,9 @@ import type { Knex } from 'knex';
  */
 export const config = { transaction: false };
 
+/** Adds a nullable column and relaxes NOT NULL. */
+export const phase = 'expand';
+
 export async function up(knex: Knex): Promise<void> {
   await knex.transaction(async (trx) => {
     await trx.raw(`SET LOCAL lock_timeout = '5s'`);

@@ -10,6 +10,9 @@ import type { Knex } from 'knex';
  * Adds event_log_id_time, the inverse of event_log_id_bound, for by-id reads bounded to their
  * days. Functions only: no table is touched.
  */
+/** Replaces function bodies; each keeps its signature and contract. */
+export const phase = 'expand';
+
 export async function up(knex: Knex): Promise<void> {
   await knex.raw(`
 -- The time an event id was made: its 10 base32 characters of epoch milliseconds, before the

@@ -21,6 +21,9 @@ import type { Knex } from 'knex';
  */
 export const config = { transaction: false };
 
+/** Drops the old webhook_queue, which the previous release reads and writes. */
+export const phase = 'contract';
+
 export async function up(knex: Knex): Promise<void> {
   await knex.raw('DROP TABLE IF EXISTS webhook_queue_pending');
   await knex.raw(`

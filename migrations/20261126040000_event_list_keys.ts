@@ -36,6 +36,9 @@ const REPLACED = [
   'events_merchant_id_mode_type_created_at_id_index_p',
 ];
 
+/** Drops the list indexes the previous release's queries use. */
+export const phase = 'contract';
+
 export async function up(knex: Knex): Promise<void> {
   await knex.raw(`
 -- The list indexes' key of a tenant's (merchant, mode) events, or of one type of them: a 64-bit

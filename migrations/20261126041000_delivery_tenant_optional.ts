@@ -11,6 +11,9 @@ import type { Knex } from 'knex';
  */
 export const config = { transaction: false };
 
+/** Relaxes NOT NULL so that the release can stop writing the columns. */
+export const phase = 'expand';
+
 export async function up(knex: Knex): Promise<void> {
   await knex.transaction(async (trx) => {
     await trx.raw(`SET LOCAL lock_timeout = '5s'`);

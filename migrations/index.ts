@@ -27,16 +27,35 @@ import * as pendingQueue from './20261126030000_pending_queue';
 import * as eventListKeys from './20261126040000_event_list_keys';
 import * as deliveryTenantOptional from './20261126041000_delivery_tenant_optional';
 import * as undeliveredBackfill from './20261126050000_undelivered_backfill';
+import * as deliveryTenantDrop from './20261127120000_delivery_tenant_drop';
 
-type Migration = {
+/**
+ * When a migration runs in a release that rolls under load (docs/operations.md, "Releasing"):
+ * `expand` while the previous release still serves (it only adds what that release ignores),
+ * `contract` once no process of the previous release is left (drops, VALIDATE, SET NOT NULL).
+ */
+export type Phase = 'expand' | 'contract';
+
+/** One migration file. src/db/migrator.ts runs it; `npm test` lints the SQL of every new one. */
+export interface Migration {
   up(knex: Knex): Promise<void>;
-  down?(knex: Knex): Promise<void>;
-  /** `{ transaction: false }` for a migration that builds indexes CONCURRENTLY. */
+  /** Forward-only: every migration throws here (knex refuses a migration without one). */
+  down(knex: Knex): Promise<void>;
+  phase: Phase;
+  /** `{ transaction: false }` for a migration that builds indexes CONCURRENTLY (it must be re-runnable). */
   config?: { transaction?: boolean };
-};
+  /**
+   * Longer timeouts than the runner's (src/db/migrator.ts, MIGRATION_TIMEOUTS), e.g. for an index
+   * built CONCURRENTLY over a year of rows; positive milliseconds (0, "none", is refused).
+   */
+  timeouts?: { lockMs?: number; statementMs?: number };
+}
+
+/** Migrations by name, in the order they apply. */
+export type MigrationList = ReadonlyArray<readonly [string, Migration]>;
 
 /** Every migration in order; new ones are appended here (forward-only, never edited). */
-const migrations: Array<[string, Migration]> = [
+export const migrations: MigrationList = [
   ['20261121000000_foundation', foundation],
   ['20261121010000_partner_stock', partnerStock],
   ['20261121020000_checkout_sessions', checkoutSessions],
@@ -65,11 +84,25 @@ const migrations: Array<[string, Migration]> = [
   ['20261126040000_event_list_keys', eventListKeys],
   ['20261126041000_delivery_tenant_optional', deliveryTenantOptional],
   ['20261126050000_undelivered_backfill', undeliveredBackfill],
+  ['20261127120000_delivery_tenant_drop', deliveryTenantDrop],
 ];
 
-/** A knex migration source over the static list, so migrations run the same under tsx, jest and node. */
-export const migrationSource: Knex.MigrationSource<Migration> = {
-  getMigrations: async () => migrations.map(([, m]) => m),
-  getMigrationName: (m) => migrations.find(([, x]) => x === m)![0],
-  getMigration: async (m) => m,
-};
+/**
+ * A knex migration source over `list` (by name), so migrations run the same under tsx, jest and
+ * node; a test adds fixtures to the list.
+ */
+export function sourceOf(list: MigrationList = migrations): Knex.MigrationSource<string> {
+  const byName = new Map(list);
+  return {
+    getMigrations: async () => list.map(([name]) => name),
+    getMigrationName: (name) => name,
+    getMigration: async (name) => {
+      const migration = byName.get(name);
+      if (!migration) throw new Error(`no migration ${name}`);
+      return migration;
+    },
+  };
+}
+
+/** The source of this release's migrations. */
+export const migrationSource = sourceOf();

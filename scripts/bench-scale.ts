@@ -487,8 +487,8 @@ async function main(): Promise<void> {
     );
     const old = `FROM events WHERE created_at < now() - interval '31 days'`;
     await pg.query(
-      `INSERT INTO event_deliveries (event_id, endpoint_id, generation, attempt_no, merchant_id, mode, status_code, delivered_at, created_at)
-       SELECT id, 'we_old', 0, 1, merchant_id, mode, 200, created_at, created_at ${old}`,
+      `INSERT INTO event_deliveries (event_id, endpoint_id, generation, attempt_no, status_code, delivered_at, created_at)
+       SELECT id, 'we_old', 0, 1, 200, created_at, created_at ${old}`,
     );
     await pg.query(`SET session_replication_role = origin`);
     await pg.query('VACUUM ANALYZE events, event_deliveries, webhook_queue');
@@ -510,8 +510,8 @@ async function main(): Promise<void> {
         INSERT INTO events (id, merchant_id, mode, type, data_object) VALUES ($1, $2, 'test', 'checkout.session.completed', '{}')
         RETURNING id
       ), d AS (
-        INSERT INTO event_deliveries (event_id, endpoint_id, generation, attempt_no, merchant_id, mode)
-        SELECT id, 'we_probe', 0, 1, $2, 'test' FROM e
+        INSERT INTO event_deliveries (event_id, endpoint_id, generation, attempt_no)
+        SELECT id, 'we_probe', 0, 1 FROM e
       )
       INSERT INTO webhook_queue (event_id, endpoint_id, generation) SELECT id, 'we_probe', 0 FROM e`;
     const probing$ = (async () => {

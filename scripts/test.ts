@@ -25,7 +25,10 @@ interface Check {
   summary?: () => string | undefined;
 }
 
-/** The checks, in order: the lockfile, types, lint, formatting, the replay of committed workflow histories, then the jest suites. */
+/**
+ * The checks, in order: the lockfile, types, lint, formatting, the replay of committed workflow
+ * histories, the lint of the migrations since the last release, then the jest suites.
+ */
 function checks(jestArgs: string[]): Check[] {
   const jestResults = join(repoRoot, '.data', `jest-results-${process.pid}.json`);
   return [
@@ -34,6 +37,7 @@ function checks(jestArgs: string[]): Check[] {
     { name: 'lint', bin: 'eslint', args: ['--max-warnings', '0', '.'] },
     { name: 'format', bin: 'prettier', args: ['--check', '--log-level', 'warn', '.'] },
     { name: 'replay', bin: 'tsx', args: [join('scripts', 'replay.ts')] },
+    { name: 'migrations', bin: 'tsx', args: [join('scripts', 'check-migrations.ts')] },
     {
       name: 'jest',
       bin: 'jest',

