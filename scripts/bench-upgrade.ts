@@ -4,6 +4,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Client as TemporalClient, Connection } from '@temporalio/client';
+import { MIGRATION_TIMEOUTS } from '../src/db/migrator';
 import { verify } from '../src/webhooks/verify';
 import { startHttpsReceiver, type ReceivedRequest } from '../test/helpers/https-receiver';
 import { startBenchEnvironment } from './bench/environment';
@@ -66,6 +67,8 @@ const NAMESPACE = 'default';
 const TASK_QUEUE = 'upgrade-main';
 /** p99 while migrations run, at most this many times the baseline's. */
 const MIGRATION_P99_FACTOR = 2;
+/** A lock wait is sampled every 25 ms: what a wait may exceed the lock timeout by before it counts. */
+const LOCK_SAMPLE_SLACK_MS = 100;
 /** Long enough for the 30-second pending attempts and a refund after them. */
 const DRAIN_MS = 120_000;
 const SKUS_PER_SELLER = 5;
@@ -202,8 +205,10 @@ async function main(): Promise<void> {
       enter(`${phase} migrations`);
       const out = await command(to, 'src/main/migrate.ts', ['--phase', phase, '--json'], `migrate-${to.buildId}`);
       if (out.code !== 0) throw new Error(`${to.label}'s migrate --phase ${phase} failed:\n${out.stdout}${out.stderr}`);
-      const report = JSON.parse(out.stdout) as { applied: Array<{ name: string; ms: number; attempts: number }> };
-      for (const m of report.applied) migrations.push({ phase, ...m });
+      const report = JSON.parse(out.stdout) as {
+        applied: Array<{ name: string; duration_ms: number; attempts: number }>;
+      };
+      for (const m of report.applied) migrations.push({ phase, name: m.name, ms: m.duration_ms, attempts: m.attempts });
       log(`  ${report.applied.length} ${phase} migration(s) in ${out.ms} ms`);
     };
 
@@ -481,6 +486,8 @@ function report(r: Report): void {
   for (const phase of r.phases) {
     const w = r.locks.get(phase);
     lockRows.push(w ? [phase, ms(w.ms), w.waiter, w.blockers, w.query.slice(0, 60)] : [phase, '0 ms', '', '', '']);
+    if (w && phase.endsWith('migrations') && w.ms > MIGRATION_TIMEOUTS.lockMs + LOCK_SAMPLE_SLACK_MS)
+      failures.push(`a lock wait of ${ms(w.ms)} during ${phase}, past the migrations' lock_timeout`);
   }
   log(table(lockRows));
 

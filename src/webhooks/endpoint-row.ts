@@ -29,6 +29,34 @@ export interface EndpointRow {
   updated_at: Date;
 }
 
+/**
+ * Every column of `EndpointRow`, for statements that return the row by name: a prepared statement
+ * that returns `*` fails ("cached plan must not change result type") on every pooled connection of
+ * a release still serving once a later release's expand migration adds a column.
+ */
+export const endpointColumns = [
+  'id',
+  'merchant_id',
+  'mode',
+  'url',
+  'events',
+  'status',
+  'disabled_reason',
+  'description',
+  'secret_ciphertext',
+  'previous_secret_ciphertext',
+  'previous_secret_expires_at',
+  'failing_since',
+  'last_success_at',
+  'last_error',
+  'failing_notified_at',
+  'idempotency_key',
+  'request_hash',
+  'max_in_flight',
+  'created_at',
+  'updated_at',
+] as const satisfies ReadonlyArray<keyof EndpointRow>;
+
 /** The Webhook endpoint object (never the secret; create and rotate add it themselves). */
 export function endpointOut(row: EndpointRow) {
   return {

@@ -3,7 +3,7 @@ import { type Db, inTransaction } from '../db/knex';
 import { type EventRow, eventsByIds } from '../checkout/events';
 import { eventIdRanges } from '../lib/id-time';
 import type { DeliveryRow } from './event-deliveries';
-import type { EndpointRow } from './endpoint-row';
+import { endpointColumns, type EndpointRow } from './endpoint-row';
 import { preparedQuery } from '../db/prepared';
 import { DISABLE_AFTER_FAILING_MS, NOTIFY_AFTER_FAILING_MS, nextRetryAtMs } from './schedule';
 import { queueState } from './queue';
@@ -207,7 +207,7 @@ const FAILURE_CLOCK_SQL = `UPDATE webhook_endpoints e
          ELSE e.last_error
        END
  WHERE e.id = $1
-RETURNING e.*`;
+RETURNING ${endpointColumns.map((c) => `e.${c}`).join(', ')}`;
 
 /**
  * recordAttempts in the caller's transaction, also returning the endpoint as the transaction left
@@ -249,7 +249,7 @@ export async function recordWithEndpoint(
       ? await preparedQuery<EndpointRow>(
           trx,
           'webhook_endpoint_by_id',
-          'SELECT * FROM webhook_endpoints WHERE id = $1',
+          `SELECT ${endpointColumns.join(', ')} FROM webhook_endpoints WHERE id = $1`,
           [endpointId],
         )
       : await preparedQuery<EndpointRow>(trx, 'webhook_endpoint_failure_clock', FAILURE_CLOCK_SQL, [
