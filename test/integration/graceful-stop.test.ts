@@ -216,6 +216,8 @@ describe('the API under SIGTERM', () => {
           body: { status: 'ok', api: 'partner', version: 'v1', currency: 'IQD' },
         });
         expect(Date.now() - signalledAt).toBeLessThan(DRAIN_MS);
+        // An impatient second signal changes nothing (Node's default would end the process at once).
+        api.process.signal('SIGINT');
 
         // After the drain: no new connection, while the four are still waiting on the lock.
         await untilRefused(api.port, DRAIN_MS + 10_000);
@@ -236,6 +238,7 @@ describe('the API under SIGTERM', () => {
         ).toEqual(sessions.map((id) => ({ status: 200, connection: 'close', id, status_: 'expired' })));
         expect(await api.process.exited).toBe(0);
         expect(Date.now() - signalledAt).toBeLessThan(DRAIN_MS + TIMEOUT_MS + CLOSE_MARGIN_MS);
+        expect(api.process.output()).toContain('api already stopping: SIGINT ignored');
         const stages = [...api.process.output().matchAll(/"stage":"([a-z_]+)"/g)].map((s) => s[1]);
         expect(stages).toEqual(['signal', 'draining', 'stopped_accepting', 'in_flight_left', 'closed', 'exit']);
         expect(api.process.output()).toMatch(/"stage":"in_flight_left","in_flight":4,"answered":4,"cut":0/);
