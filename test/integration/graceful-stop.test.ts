@@ -3,6 +3,8 @@ import { connect } from 'node:net';
 import type { Knex } from 'knex';
 import { freePort } from '../../scripts/processes';
 import { randomString } from '../../src/lib/ids';
+import { apiStopBoundMs } from '../../src/main/stop';
+import { workerStopBoundMs } from '../../src/worker/stop';
 import { sessionBody } from '../helpers/checkout-payments';
 import { buildMerchant } from '../helpers/factories';
 import { call } from '../helpers/http';
@@ -20,7 +22,8 @@ jest.setTimeout(300_000);
 
 const DRAIN_MS = 3000;
 const TIMEOUT_MS = 20_000;
-/** The close stage's bound (src/main/stop.ts) and a margin for a loaded machine. */
+const stopSettings = { SHUTDOWN_DRAIN_MS: DRAIN_MS, SHUTDOWN_TIMEOUT_MS: TIMEOUT_MS };
+/** Beyond a stop's own bound (apiStopBoundMs, workerStopBoundMs): a margin for a loaded machine. */
 const CLOSE_MARGIN_MS = 8000;
 
 let database: Awaited<ReturnType<typeof ownDatabase>>;
@@ -45,6 +48,13 @@ async function withLogs(test: () => Promise<void>): Promise<void> {
     if (err instanceof Error) err.message += `\n${logs}`;
     throw err;
   }
+}
+
+/** `process`'s exit code, or `still running` after `ms`. */
+function exitWithin(process: ServiceProcess, ms: number): Promise<number | null | 'still running'> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'still running'>((resolve) => (timer = setTimeout(() => resolve('still running'), ms)));
+  return Promise.race([process.exited, late]).finally(() => clearTimeout(timer));
 }
 
 /** The settings every process of this file gets. */
@@ -76,9 +86,9 @@ async function startApi() {
 }
 
 /** Starts a worker and waits until it polls. */
-async function startWorker() {
+async function startWorker(env: Record<string, string> = {}) {
   const metricsPort = await freePort();
-  const process = startService('worker', { ...baseEnv(), WORKER_METRICS_PORT: String(metricsPort) });
+  const process = startService('worker', { ...baseEnv(), WORKER_METRICS_PORT: String(metricsPort), ...env });
   services.push(process);
   const readyz = `http://127.0.0.1:${metricsPort}/readyz`;
   await untilStatus(readyz, 200, 180_000);
@@ -236,8 +246,8 @@ describe('the API under SIGTERM', () => {
         expect(
           answers.map((a) => ({ status: a.status, connection: a.connection, id: a.body.id, status_: a.body.status })),
         ).toEqual(sessions.map((id) => ({ status: 200, connection: 'close', id, status_: 'expired' })));
-        expect(await api.process.exited).toBe(0);
-        expect(Date.now() - signalledAt).toBeLessThan(DRAIN_MS + TIMEOUT_MS + CLOSE_MARGIN_MS);
+        const signalToAnswers = Date.now() - signalledAt;
+        expect(await exitWithin(api.process, apiStopBoundMs(stopSettings) + CLOSE_MARGIN_MS - signalToAnswers)).toBe(0);
         expect(api.process.output()).toContain('api already stopping: SIGINT ignored');
         const stages = [...api.process.output().matchAll(/"stage":"([a-z_]+)"/g)].map((s) => s[1]);
         expect(stages).toEqual(['signal', 'draining', 'stopped_accepting', 'in_flight_left', 'closed', 'exit']);
@@ -254,37 +264,45 @@ describe('the API under SIGTERM', () => {
     }));
 });
 
+/** A merchant's endpoint at `path` on the receiver, registered through the API, and its test events. */
+async function receiverEndpoint(apiUrl: string, path: string) {
+  const m = await buildMerchant(database.db);
+  const endpoint = await call(apiUrl, 'POST', '/v1/webhook_endpoints', {
+    key: m.secretKey,
+    idempotencyKey: `idem_${randomString(16)}`,
+    body: { url: `https://127.0.0.1:${receiver.port}${path}`, events: ['*'], mode: 'test' },
+  });
+  expect(endpoint.status).toBe(201);
+  const endpointId: string = endpoint.body.id;
+  return {
+    endpointId,
+    /** `POST /webhook_endpoints/{id}/test`; returns the event id. */
+    async sendTest(): Promise<string> {
+      const res = await call(apiUrl, 'POST', `/v1/webhook_endpoints/${endpointId}/test`, {
+        key: m.secretKey,
+        body: { type: 'checkout.session.completed' },
+      });
+      expect(res.status).toBe(202);
+      return res.body.event_id;
+    },
+    /** The event ids the receiver got at `path`, in order. */
+    posted: () => receiver.requests.filter((r) => r.path === path).map((r) => JSON.parse(r.body).id as string),
+  };
+}
+
 describe('the worker under SIGTERM', () => {
   it('records the delivery in flight, claims nothing more and exits 0; the next worker delivers the rest', () =>
     withLogs(async () => {
       const api = await startApi();
       const first = await startWorker();
-      const m = await buildMerchant(database.db);
-      const endpoint = await call(api.url, 'POST', '/v1/webhook_endpoints', {
-        key: m.secretKey,
-        idempotencyKey: `idem_${randomString(16)}`,
-        body: { url: `https://127.0.0.1:${receiver.port}/held`, events: ['*'], mode: 'test' },
-      });
-      expect(endpoint.status).toBe(201);
-      const endpointId: string = endpoint.body.id;
+      const { endpointId, sendTest, posted } = await receiverEndpoint(api.url, '/held');
       let release!: () => void;
       const released = new Promise<void>((resolve) => (release = resolve));
       receiver.respond = () => ({ status: 200, until: released });
-      const sendTest = async () => {
-        const res = await call(api.url, 'POST', `/v1/webhook_endpoints/${endpointId}/test`, {
-          key: m.secretKey,
-          body: { type: 'checkout.session.completed' },
-        });
-        expect(res.status).toBe(202);
-        return res.body.event_id as string;
-      };
-      const posted = (path = '/held') =>
-        receiver.requests.filter((r) => r.path === path).map((r) => JSON.parse(r.body).id);
 
       try {
         const held = await sendTest();
         await receiver.waitFor(1, '/held', 60_000);
-        const signalledAt = Date.now();
         first.process.signal('SIGTERM');
         const ready = await fetch(first.readyz);
         expect(ready.status).toBe(503);
@@ -309,8 +327,7 @@ describe('the worker under SIGTERM', () => {
         await new Promise((r) => setTimeout(r, 500));
         release();
 
-        expect(await first.process.exited).toBe(0);
-        expect(Date.now() - signalledAt).toBeLessThan(TIMEOUT_MS + CLOSE_MARGIN_MS);
+        expect(await exitWithin(first.process, workerStopBoundMs(stopSettings) + CLOSE_MARGIN_MS)).toBe(0);
         expect(posted()).toEqual([held]);
         // The attempt in flight is recorded; its row left the queue; nothing is left claimed.
         expect(
@@ -344,6 +361,43 @@ describe('the worker under SIGTERM', () => {
       } finally {
         release();
       }
+      api.process.signal('SIGTERM');
+      expect(await api.process.exited).toBe(0);
+    }));
+
+  it('gives up an activity still running past SHUTDOWN_TIMEOUT_MS and still exits 0 within its bound', () =>
+    withLogs(async () => {
+      const timeoutMs = 10_001; // the least the setting allows
+      const api = await startApi();
+      const worker = await startWorker({ SHUTDOWN_TIMEOUT_MS: String(timeoutMs) });
+      const { endpointId, sendTest, posted } = await receiverEndpoint(api.url, '/stuck');
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      receiver.respond = () => ({ status: 200, until: released });
+      // The endpoint's row locked here: recording the attempt (its failure clock) waits for this transaction.
+      const lock = await database.db.transaction();
+      try {
+        await lock('webhook_endpoints').where({ id: endpointId }).forUpdate().first('id');
+        const stuck = await sendTest();
+        await receiver.waitFor(1, '/stuck', 60_000);
+        const signalledAt = Date.now();
+        worker.process.signal('SIGTERM');
+        release();
+        const boundMs = workerStopBoundMs({ SHUTDOWN_TIMEOUT_MS: timeoutMs });
+        expect(await exitWithin(worker.process, boundMs + CLOSE_MARGIN_MS)).toBe(0);
+        expect(Date.now() - signalledAt).toBeGreaterThanOrEqual(timeoutMs);
+        expect(worker.process.output()).toContain(
+          'worker gave up on activities still running past SHUTDOWN_TIMEOUT_MS',
+        );
+        expect(worker.process.output()).toContain('"stage":"exit","exit_code":0');
+        expect(posted()).toEqual([stuck]);
+      } finally {
+        await lock.rollback();
+        release();
+      }
+      // Given up, not lost: the claim lapses and a later batch sends the attempt again.
+      expect(await database.db('event_deliveries').where({ endpoint_id: endpointId })).toEqual([]);
+      expect(await database.db('webhook_queue').where({ endpoint_id: endpointId }).pluck('event_id')).toHaveLength(1);
       api.process.signal('SIGTERM');
       expect(await api.process.exited).toBe(0);
     }));
