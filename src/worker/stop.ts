@@ -64,7 +64,7 @@ export async function runUntilStopped(p: WorkerProcess): Promise<never> {
     stage: 'draining',
     timeout_ms: p.timeoutMs,
   });
-  p.worker.shutdown();
+  if (p.worker.getState() === 'RUNNING') p.worker.shutdown();
   log.info('worker stopped polling', { stage: 'stopped_accepting' });
   try {
     await p.running;
