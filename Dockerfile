@@ -1,5 +1,8 @@
-# The service image: `npm run api` by default; docker-compose.yml also runs `npm run worker` and
-# `npm run migrate` from it. TypeScript runs through tsx (a runtime dependency), so no build step.
+# The service image: the API by default; docker-compose.yml also runs the worker and `npm run migrate`
+# from it. TypeScript runs through tsx (a runtime dependency), so no build step. The services run
+# node directly (exec form, no shell or npm in between), so SIGTERM reaches node and the container
+# lives until node has drained and exited; run with an init (`init: true`, `docker run --init`) so
+# that it is not PID 1.
 FROM node:20-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production
@@ -8,4 +11,5 @@ RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY . .
 USER node
 EXPOSE 3000
-CMD ["npm", "run", "api"]
+STOPSIGNAL SIGTERM
+CMD ["node", "--import", "tsx", "src/main/api.ts"]

@@ -1,6 +1,7 @@
 import { eventOut, EventRow, eventsByIds, withClaimedEvents } from '../src/checkout/events';
 import type { Db } from '../src/db/knex';
 import type { Clock } from '../src/lib/clock';
+import { log } from '../src/lib/log';
 import {
   AttemptKey,
   attemptKey,
@@ -59,10 +60,15 @@ export interface DeliveryActivityDeps {
   /** The wall clock: signature timestamps and the rotation overlap (set by the API on the same clock). */
   clock: Clock;
   webhooks: WebhookRuntime;
+  /**
+   * Aborted when the worker process stops: `deliverDue` claims no more rows, finishes and records
+   * the POSTs in flight and returns (its workflow runs the next one on another worker).
+   */
+  stopping?: AbortSignal;
 }
 
 /** Webhook delivery activities: each records what it did, so a retry returns the recorded result. */
-export function createDeliveryActivities({ db, clock, webhooks, queueNotices }: DeliveryActivityDeps) {
+export function createDeliveryActivities({ db, clock, webhooks, queueNotices, stopping }: DeliveryActivityDeps) {
   const agent = deliveryAgent(webhooks.extraCa);
 
   /** The secrets that sign now: the current one, and the previous one within 24 hours of a rotation. */
@@ -130,10 +136,14 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices }: 
   const clockOf = (endpoint: EndpointRow) =>
     endpoint.status === 'enabled' && endpoint.failing_since ? new Date(endpoint.failing_since).getTime() : null;
 
-  /** Records every pending row of a deleted endpoint as `endpoint_deleted`, up to `max`; returns how many. */
+  /**
+   * Records every pending row of a deleted endpoint as `endpoint_deleted`, up to `max` (fewer when
+   * the worker stops: its workflow asks again until none is left); returns how many.
+   */
   async function cancelPending(endpointId: string, max: number): Promise<number> {
     let total = 0;
-    while (total < max) {
+    // Checked after a full chunk only, so a call cut short has cancelled some (0 means none is left).
+    while (total < max && !(total > 0 && stopping?.aborted)) {
       const n = await db.transaction(async (trx) => {
         const keys = await takePending(trx, endpointId, CANCEL_CHUNK);
         await recordCancelled(trx, endpointId, 'endpoint_deleted', keys);
@@ -157,7 +167,8 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices }: 
 
   return {
     /**
-     * The endpoint's due deliveries from the Postgres queue, for about 2 seconds, with up to
+     * The endpoint's due deliveries from the Postgres queue, for about 2 seconds (or until the worker
+     * stops: then it claims nothing more, and finishes and records what it sent), with up to
      * `limit` POSTs in flight all along (`max_in_flight` when that is lower): claims due rows for
      * `batch` as of `nowMs` (workflow time, moved on by the time spent here) as slots free up,
      * sends each at once, and records finished attempts, moving their rows on in the same
@@ -195,6 +206,7 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices }: 
         announced = true;
         rang();
       });
+      stopping?.addEventListener('abort', rang);
       const track = (p: Promise<void>) => {
         const tracked = p.catch((err: unknown) => {
           failure ??= err;
@@ -284,7 +296,7 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices }: 
       };
 
       try {
-        while (endpoint && failure === undefined && left() > 0) {
+        while (endpoint && failure === undefined && left() > 0 && !stopping?.aborted) {
           const slots = Math.min(limit, endpoint.max_in_flight);
           // Claims are batched: with POSTs in flight, wait until half the slots are free (each
           // claim walks the queue's due index, which churns with every claim and delivery); and
@@ -308,6 +320,7 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices }: 
           // An announcement counts only with a slot free (announced stays set until a claim).
           if ((free > 0 && announced) || failure !== undefined) continue;
           await new Promise<void>((resolve) => {
+            if (stopping?.aborted) return resolve(); // it may have rung while nothing waited
             const timer = setTimeout(resolve, left());
             ring = () => {
               clearTimeout(timer);
@@ -316,9 +329,16 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices }: 
           });
           ring = undefined;
         }
+        if (stopping?.aborted && unrecorded > 0) {
+          log.info('deliverDue stopped claiming: the worker is stopping; recording the POSTs in flight', {
+            endpoint_id: endpointId,
+            in_flight: unrecorded,
+          });
+        }
         while (rounds.size > 0) await Promise.all(rounds);
       } finally {
         watch?.close();
+        stopping?.removeEventListener('abort', rang);
       }
       if (failure !== undefined) throw failure;
       if (!endpoint) {

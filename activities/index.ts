@@ -17,6 +17,8 @@ export interface ActivityDeps {
   webhooks: WebhookRuntime;
   /** The payment vendors (default: the test gateway and cash on delivery). */
   gateways?: Gateways;
+  /** Aborted when the worker process stops: long activities stop taking new work (see each). */
+  stopping?: AbortSignal;
 }
 
 /** Every activity the worker registers, built from injected dependencies. */

@@ -1,3 +1,4 @@
+import { ApplicationFailure } from '@temporalio/common';
 import type { Knex } from 'knex';
 import type { Db } from '../src/db/knex';
 import { EVENT_RETENTION_MS } from '../src/checkout/events';
@@ -24,11 +25,25 @@ const PURGE_BATCH = 10_000;
 
 /**
  * Deletes the rows of `table` matching `where`, PURGE_BATCH at a time (each batch a statement of
- * its own, committed on its own), until none is left; returns how many.
+ * its own, committed on its own), until none is left; returns how many. When the worker stops
+ * between two batches it fails the attempt (retryable): the next one, on another worker, goes on
+ * from where this one left (every batch is committed, the sweep is idempotent).
  */
-async function purge(db: Db, table: string, where: string, bindings: readonly Knex.RawBinding[]): Promise<number> {
+async function purge(
+  db: Db,
+  table: string,
+  where: string,
+  bindings: readonly Knex.RawBinding[],
+  stopping?: AbortSignal,
+): Promise<number> {
   let total = 0;
   for (;;) {
+    if (stopping?.aborted) {
+      throw ApplicationFailure.retryable(
+        `worker stopping: the ${table} purge goes on in the next attempt`,
+        'WorkerStopping',
+      );
+    }
     const { rowCount } = await db.raw(
       `DELETE FROM ?? WHERE ctid = ANY (ARRAY(SELECT ctid FROM ?? WHERE ${where} LIMIT ${PURGE_BATCH}))`,
       [table, table, ...bindings],
@@ -39,7 +54,9 @@ async function purge(db: Db, table: string, where: string, bindings: readonly Kn
 }
 
 /** Janitor activities: retention sweeps, each idempotent. */
-export function createJanitorActivities({ db }: { db: Db }) {
+export function createJanitorActivities({ db, stopping }: { db: Db; stopping?: AbortSignal }) {
+  const purgeUntilStopped = (table: string, where: string, bindings: readonly Knex.RawBinding[]) =>
+    purge(db, table, where, bindings, stopping);
   return {
     /**
      * Deletes idempotency records older than 24 h, rate-limit windows older than a day and outbox
@@ -54,14 +71,14 @@ export function createJanitorActivities({ db }: { db: Db }) {
      */
     async sweepRetention({ nowMs }: { nowMs: number }): Promise<SweepResult> {
       const now = nowMs;
-      const idempotencyRecords = await purge(db, 'idempotency_records', 'created_at < ?', [
+      const idempotencyRecords = await purgeUntilStopped('idempotency_records', 'created_at < ?', [
         new Date(now - janitorSchedule.idempotencyRetentionMs),
       ]);
-      const rateLimitWindows = await purge(db, 'rate_limit_windows', 'window_start < ?', [
+      const rateLimitWindows = await purgeUntilStopped('rate_limit_windows', 'window_start < ?', [
         new Date(now - janitorSchedule.rateLimitRetentionMs),
       ]);
       const eventLog = await sweepEventLog(db, now, now - EVENT_RETENTION_MS);
-      const undeliveredRows = await purge(db, 'webhook_undelivered', 'event_created_at < ?', [
+      const undeliveredRows = await purgeUntilStopped('webhook_undelivered', 'event_created_at < ?', [
         new Date(now - EVENT_RETENTION_MS),
       ]);
       const smsBodies = await db('outbox')
@@ -70,7 +87,7 @@ export function createJanitorActivities({ db }: { db: Db }) {
         .where('created_at', '<', new Date(now - janitorSchedule.smsBodyRetentionMs))
         .where('created_at', '<', db.raw(`now() - ?::interval`, [`${janitorSchedule.smsBodyRetentionMs} milliseconds`]))
         .update({ body: null });
-      const outboxMessages = await purge(db, 'outbox', 'created_at < ?', [
+      const outboxMessages = await purgeUntilStopped('outbox', 'created_at < ?', [
         new Date(now - janitorSchedule.outboxRetentionMs),
       ]);
       return {

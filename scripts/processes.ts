@@ -21,6 +21,8 @@ export interface ChildControl {
   killSignal?: NodeJS.Signals;
   /** Where the program's output goes, quoted in failure reports. */
   logFile?: string;
+  /** How long `stop()` waits after the stop signal before the kill signal (default 20 s). */
+  stopGraceMs?: number;
 }
 
 const started = new Set<Child>();
@@ -59,7 +61,7 @@ export class Child {
   }
 
   /** Asks the child to stop, waits up to `graceMs`, then kills it. */
-  async stop(graceMs = 20_000): Promise<ExitInfo> {
+  async stop(graceMs = this.control.stopGraceMs ?? 20_000): Promise<ExitInfo> {
     if (!this.running) return this.exited;
     this.signal(this.control.stopSignal ?? 'SIGTERM');
     const timer = setTimeout(() => {

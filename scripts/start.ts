@@ -164,13 +164,21 @@ function printDemo(demo: unknown): void {
   );
 }
 
-/** Starts a TypeScript entry point of the service with `env`, with an IPC channel for its `ready` message. */
+/**
+ * Starts a TypeScript entry point of the service with `env`, with an IPC channel for its `ready`
+ * message; its stop waits for its graceful stop (the drain, the in-flight bound and the close).
+ */
 function startService(name: string, entry: string, env: NodeJS.ProcessEnv): Child {
-  const child = startChild(name, process.execPath, ['--import', 'tsx', entry], {
-    cwd: repoRoot,
-    env,
-    stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
-  });
+  const { SHUTDOWN_DRAIN_MS, SHUTDOWN_TIMEOUT_MS } = loadSettings(env);
+  const child = startChild(
+    name,
+    process.execPath,
+    ['--import', 'tsx', entry],
+    { cwd: repoRoot, env, stdio: ['inherit', 'inherit', 'inherit', 'ipc'] },
+    // The drain, the in-flight bound, then (worker) cancelled activities' 3 s, the loops' last pass
+    // and (both) the close, 5 s each at most, and a margin.
+    { stopGraceMs: SHUTDOWN_DRAIN_MS + SHUTDOWN_TIMEOUT_MS + 15_000 },
+  );
   superviseChild(child);
   return child;
 }
@@ -230,6 +238,8 @@ async function main(): Promise<void> {
 
   // A person at a terminal reads log lines, a collector reads JSON: pretty lines only for the former.
   if (process.stderr.isTTY) env.LOG_FORMAT ??= 'pretty';
+  // No load balancer to wait for here: Ctrl-C stops the API at once (requests in flight still finish).
+  env.SHUTDOWN_DRAIN_MS ??= '0';
   const worker = startService('worker', 'src/main/worker.ts', env);
   const workerReady = readyMessage(worker);
   const api = startService('API', 'src/main/api.ts', env);

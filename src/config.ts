@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { defaultTaskQueue } from './temporal/names';
+import { DELIVERY_TIMEOUT_MS } from './webhooks/schedule';
 
 const LOOPBACK_HOST = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/;
 
@@ -114,6 +115,23 @@ const settingsSchema = z.object({
   /** Loopback port of the Temporal SDK's own exporter, which the worker's /metrics reads and appends; off or 0: none. */
   TEMPORAL_SDK_METRICS_PORT: metricsPort(9466),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
+  /**
+   * After SIGTERM or SIGINT, how long the API keeps serving (with `/readyz` failing and every answer
+   * closing its connection) before it stops accepting: the time a load balancer needs to take it
+   * out of rotation (a couple of failed health checks, then the change reaching every balancer).
+   */
+  SHUTDOWN_DRAIN_MS: z.coerce.number().int().min(0).max(600_000).default(5000),
+  /**
+   * After the drain, how long requests in flight (API) and activities in flight (worker) may take to
+   * finish before what is left is closed; above the webhook POST timeout, so a delivery in flight is
+   * always recorded.
+   */
+  SHUTDOWN_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .max(600_000)
+    .refine((ms) => ms > DELIVERY_TIMEOUT_MS, `must exceed the webhook POST timeout (${DELIVERY_TIMEOUT_MS} ms)`)
+    .default(15_000),
 });
 
 export type Settings = Omit<z.infer<typeof settingsSchema>, 'PUBLIC_BASE_URL'> & {

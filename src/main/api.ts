@@ -1,7 +1,9 @@
 import '../telemetry/instrument'; // first: it patches pg before anything loads it
+import { createServer } from 'node:http';
 import { loadSettings, requireDatabaseUrl } from '../config';
 import { createApp } from '../app';
 import { createDb } from '../db/knex';
+import { drainable } from '../http/server-drain';
 import { systemClock } from '../lib/clock';
 import { log } from '../lib/log';
 import { handoffsForgotten } from '../temporal/handoffs';
@@ -10,9 +12,17 @@ import { startTracing } from '../telemetry/tracing';
 import { requireSecretKeyForLive } from '../webhooks/runtime';
 import { registerDbPoolMetrics, startMetricsServer, type MetricsServer } from '../telemetry/metrics';
 import { serviceReady } from '../telemetry/readiness';
+import { closeAll, exitStopped, listenForStop, readyUntilStopped } from './stop';
 
-/** `npm run api`: the HTTP API, stateless; run as many copies as needed. */
+/**
+ * `npm run api`: the HTTP API, stateless; run as many copies as needed. On SIGTERM or SIGINT it
+ * stops gracefully: `/readyz` fails at once, it serves on for SHUTDOWN_DRAIN_MS (every answer
+ * closing its connection) while load balancers take it out, stops accepting, lets the requests in
+ * flight finish within SHUTDOWN_TIMEOUT_MS (closing what is left), finishes its handoff deletions,
+ * closes everything and exits 0.
+ */
 async function main(): Promise<void> {
+  const stop = listenForStop('api');
   const settings = loadSettings();
   const tracing = startTracing('svc-api');
   const db = createDb(requireDatabaseUrl(settings), settings.DATABASE_POOL_MAX);
@@ -26,37 +36,55 @@ async function main(): Promise<void> {
       role: 'api',
       host: settings.METRICS_HOST,
       port: settings.METRICS_PORT,
-      readiness: () => serviceReady(db, started.temporal?.connection, settings.TEMPORAL_NAMESPACE),
+      readiness: readyUntilStopped(stop, () =>
+        serviceReady(db, started.temporal?.connection, settings.TEMPORAL_NAMESPACE),
+      ),
     });
     log.info('api metrics listening', { url: `${metrics.url}/metrics` });
   }
   const temporal = await connectTemporal(settings);
   await requireSearchAttributes(temporal.connection, settings);
   started.temporal = temporal;
-  const app = createApp({ db, settings, clock: systemClock, temporal });
-  const server = app.listen(settings.PORT, settings.HOST, () => {
-    log.info('api listening', {
-      url: `http://${settings.HOST}:${settings.PORT}`,
-      partner_environment: settings.PARTNER_ENVIRONMENT,
-    });
+  const server = createServer(createApp({ db, settings, clock: systemClock, temporal }).callback());
+  const http = drainable(server);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(settings.PORT, settings.HOST, resolve);
   });
-  const stop = () => {
-    log.info('api stopping');
-    server.close(() => {
-      // Delivered handoffs still being deleted: let that finish (the relay would only repeat them).
-      void handoffsForgotten(db)
-        .then(() =>
-          Promise.allSettled([db.destroy(), temporal.connection.close(), metrics?.close(), tracing.shutdown()]),
-        )
-        .then(() => process.exit(0));
-    });
-    setTimeout(() => process.exit(0), 5000).unref();
-  };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  stop.serving();
+  log.info('api listening', {
+    url: `http://${settings.HOST}:${settings.PORT}`,
+    partner_environment: settings.PARTNER_ENVIRONMENT,
+  });
+
+  await stop.requested;
+  http.closeConnectionsAfterAnswers();
+  log.info('api draining: /readyz fails, requests are still answered', {
+    stage: 'draining',
+    drain_ms: settings.SHUTDOWN_DRAIN_MS,
+    in_flight: http.inFlight(),
+  });
+  await new Promise((resolve) => setTimeout(resolve, settings.SHUTDOWN_DRAIN_MS));
+  log.info('api stopped accepting', {
+    stage: 'stopped_accepting',
+    in_flight: http.inFlight(),
+    timeout_ms: settings.SHUTDOWN_TIMEOUT_MS,
+  });
+  const { inFlight, cut } = await http.close(settings.SHUTDOWN_TIMEOUT_MS);
+  const left = { stage: 'in_flight_left', in_flight: inFlight, answered: inFlight - cut, cut };
+  if (cut > 0) log.warn('api closed requests still in flight at SHUTDOWN_TIMEOUT_MS', left);
+  else log.info('api answered every request in flight', left);
+  await closeAll('api', [
+    // Delivered handoffs still being deleted: let that finish before the pool goes (the relay would only repeat them).
+    ['postgres', () => handoffsForgotten(db).finally(() => db.destroy())],
+    ['temporal', () => temporal.connection.close()],
+    ['metrics server', metrics?.close],
+    ['tracing', () => tracing.shutdown()],
+  ]);
+  exitStopped('api', 'stopped', 0, { stop_ms: stop.elapsedMs() });
 }
 
 main().catch((err) => {
-  log.error('api failed to start', { error: err });
+  log.error('api failed', { error: err });
   process.exit(1);
 });

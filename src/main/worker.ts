@@ -20,9 +20,15 @@ import { installSdkLogger } from '../worker/sdk-log';
 import { readSdkMetrics, registerDbPoolMetrics, startMetricsServer, type MetricsServer } from '../telemetry/metrics';
 import { registerBacklogGauges } from '../telemetry/backlogs';
 import { serviceReady, workerReady } from '../telemetry/readiness';
+import { runUntilStopped } from '../worker/stop';
+import { listenForStop, readyUntilStopped } from './stop';
 
-/** `npm run worker`: runs the workflows and activities; stateless; run as many copies as needed. */
+/**
+ * `npm run worker`: runs the workflows and activities; stateless; run as many copies as needed. On
+ * SIGTERM or SIGINT it stops gracefully (src/worker/stop.ts) and exits 0.
+ */
 async function main(): Promise<void> {
+  const stop = listenForStop('worker');
   const settings = loadSettings();
   const tracing = startTracing('svc-worker');
   // The SDK's exporter listens on loopback only: the worker's /metrics serves its text with ours.
@@ -44,10 +50,10 @@ async function main(): Promise<void> {
       role: 'worker',
       host: settings.METRICS_HOST,
       port: settings.WORKER_METRICS_PORT,
-      readiness: async () => [
+      readiness: readyUntilStopped(stop, async () => [
         ...(await serviceReady(db, started.connection, settings.TEMPORAL_NAMESPACE)),
         workerReady(started.worker),
-      ],
+      ]),
       extra: sdkMetrics ? () => readSdkMetrics(`http://${sdkMetrics}/metrics`) : undefined,
     });
     log.info('worker metrics listening', { url: `${metrics.url}/metrics` });
@@ -66,6 +72,7 @@ async function main(): Promise<void> {
     publicBaseUrl: settings.PUBLIC_BASE_URL,
     webhooks: webhookRuntime(settings),
     queueNotices,
+    stopping: stop.signal,
   });
   started.worker = worker;
   const client = new Client({
@@ -85,16 +92,30 @@ async function main(): Promise<void> {
     email: transports.email?.describe ?? 'outbox only (SMTP_URL unset)',
     sms: transports.sms?.describe ?? 'outbox only (SMS_HTTP_URL unset)',
   });
-  const running = worker.run(); // resolves after SIGINT/SIGTERM once in-flight tasks finish
+  const running = worker.run(); // resolves once shut down and its in-flight tasks finished
+  stop.serving();
   log.info('worker running', { task_queue: settings.TEMPORAL_TASK_QUEUE, namespace: settings.TEMPORAL_NAMESPACE });
   // Under `npm start` (an IPC channel): say so, then let the channel go so it cannot keep us alive.
   process.send?.('ready', () => process.disconnect?.());
-  await running;
-  await Promise.all([dispatcher.stop(), handoffs.stop(), relay?.stop(), queueNotices.stop()]);
-  for (const transport of Object.values(transports)) transport.close?.();
-  await metrics?.close();
-  await Promise.allSettled([db.destroy(), connection.close(), tracing.shutdown()]);
-  log.info('worker stopped');
+  await runUntilStopped({
+    stop,
+    worker,
+    running,
+    timeoutMs: settings.SHUTDOWN_TIMEOUT_MS,
+    loops: [
+      ['webhook dispatcher', dispatcher],
+      ['handoff relay', handoffs],
+      ['outbox relay', relay],
+    ],
+    closers: [
+      ['webhook queue LISTEN', () => queueNotices.stop()],
+      ['outbox transports', async () => Object.values(transports).forEach((t) => t.close?.())],
+      ['metrics server', metrics?.close],
+      ['postgres', () => db.destroy()],
+      ['temporal', () => connection.close()],
+      ['tracing', () => tracing.shutdown()],
+    ],
+  });
 }
 
 main().catch((err) => {

@@ -33,6 +33,15 @@ const inFlight = new Gauge({
   registers: [registry],
 });
 
+/** Requests of a stopping API: answered after its stop signal, or cut (their connection closed unanswered at the bound). */
+export const requestsDuringStop = new Counter({
+  name: 'svc_http_requests_during_stop_total',
+  help: 'Requests a stopping API answered after its stop signal (answered) or closed unanswered at SHUTDOWN_TIMEOUT_MS (cut).',
+  labelNames: ['outcome'] as const,
+  registers: [registry],
+});
+for (const outcome of ['answered', 'cut'] as const) requestsDuringStop.inc({ outcome }, 0);
+
 /** Idempotency-Key outcomes other than a first request: replayed answers, conflicts, requests still in progress. */
 export const idempotency = new Counter({
   name: 'svc_idempotency_total',

@@ -21,6 +21,13 @@ const roleInfo = new Gauge({
   registers: [registry],
 });
 
+/** 1 from the stop signal (SIGTERM, SIGINT) until the process exits: a target going away on purpose, not failing. */
+export const processStopping = new Gauge({
+  name: 'svc_process_stopping',
+  help: '1 while the process stops gracefully (from its SIGTERM or SIGINT until it exits), else 0.',
+  registers: [registry],
+});
+
 /** Gauges of the knex (tarn) pool `db`, read at scrape time. */
 export function registerDbPoolMetrics(db: Db): void {
   const pool = () =>

@@ -8,6 +8,7 @@ import type { Clock } from '../lib/clock';
 import { webhookActivityQueue } from '../temporal/delivery';
 import type { QueueNotices } from '../webhooks/queue-announce';
 import { WebhookRuntime, webhookRuntime } from '../webhooks/runtime';
+import { workerStopOptions } from './stop';
 
 /**
  * Slots of the main task queue: workflow tasks of every workflow, and the short activities of
@@ -28,6 +29,8 @@ export interface WorkerDeps {
   webhookSlots?: number;
   /** The LISTEN on queued webhook rows (`listenForQueuedRows`): delivery activities wait on it for new rows. */
   queueNotices?: QueueNotices;
+  /** Aborted when the process stops: activities then take no new work (`deliverDue` claims no more rows). */
+  stopping?: AbortSignal;
   /** A prebuilt workflow bundle (tests build it once); otherwise the workflows are bundled now. */
   workflowBundle?: { codePath: string } | { code: string };
 }
@@ -48,6 +51,7 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
     publicBaseUrl: deps.publicBaseUrl,
     webhooks,
     queueNotices: deps.queueNotices,
+    stopping: deps.stopping,
   };
   const workflows: Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> = deps.workflowBundle
     ? { workflowBundle: deps.workflowBundle }
@@ -61,6 +65,7 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
     activities: createActivities(activityDeps),
     maxConcurrentWorkflowTaskExecutions: MAIN_SLOTS.workflowTasks,
     maxConcurrentActivityTaskExecutions: MAIN_SLOTS.activities,
+    ...workerStopOptions(settings),
     ...workflows,
     // A prebuilt bundle has the workflow interceptors in it already (the SDK warns if named again).
     interceptors: deps.workflowBundle ? activityInterceptors : interceptors,
@@ -74,6 +79,7 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
     taskQueue: webhookActivityQueue(deps.taskQueue),
     activities: createDeliveryActivities(activityDeps),
     maxConcurrentActivityTaskExecutions: webhookSlots,
+    ...workerStopOptions(settings),
     interceptors: activityInterceptors,
   });
   return runTogether(main, delivery);

@@ -31,13 +31,15 @@ const sdkLogger: Logger = {
 };
 
 /**
- * Sends the SDK's logging through `sdkLogger` and, given `metricsAddress` (`127.0.0.1:9466`), has the
+ * Sends the SDK's logging through `sdkLogger` (leaving stop signals to the process) and, given `metricsAddress` (`127.0.0.1:9466`), has the
  * SDK's Prometheus exporter listen there (seconds, `_total` counters, unit suffixes, so the names
  * match Temporal's docs and dashboards); call once, before creating any connection or worker.
  */
 export function installSdkLogger(metricsAddress?: string): void {
   Runtime.install({
     logger: sdkLogger,
+    // The process's own stop (src/worker/stop.ts) owns SIGTERM and SIGINT and shuts the worker down.
+    shutdownSignals: [],
     ...(metricsAddress && {
       telemetryOptions: {
         metrics: {

@@ -51,6 +51,8 @@ export interface Reply {
   headers?: Record<string, string>;
   /** Wait this long before answering (the 10-second timeout). */
   delayMs?: number;
+  /** Answer only once this settles (a test holds the request open until it says so). */
+  until?: Promise<unknown>;
   /** The answer's body (default `ok`, empty for a redirect). */
   body?: string | Buffer;
 }
@@ -132,7 +134,8 @@ export async function startHttpsReceiver(): Promise<HttpsReceiver> {
         res.writeHead(reply.status, reply.headers ?? {});
         res.end(reply.body ?? (reply.status >= 300 && reply.status < 400 ? '' : 'ok'));
       };
-      if (reply.delayMs) setTimeout(send, reply.delayMs).unref();
+      if (reply.until) void reply.until.then(send, send);
+      else if (reply.delayMs) setTimeout(send, reply.delayMs).unref();
       else send();
     });
   });

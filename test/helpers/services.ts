@@ -37,6 +37,8 @@ export async function ownDatabase({ migrated = true }: { migrated?: boolean } = 
 export interface ServiceProcess {
   readonly output: () => string;
   readonly exited: Promise<number | null>;
+  /** Sends `signal` (a graceful stop's SIGTERM) without waiting. */
+  signal(signal: NodeJS.Signals): void;
   stop(): Promise<void>;
 }
 
@@ -49,10 +51,12 @@ export function startService(entry: 'api' | 'worker', env: Record<string, string
   let output = '';
   child.stdout!.on('data', (d) => (output += d));
   child.stderr!.on('data', (d) => (output += d));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  // 'close', not 'exit': by then every line the process wrote has been read.
+  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
   return {
     output: () => output,
     exited,
+    signal: (signal) => void child.kill(signal),
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
       child.kill('SIGTERM');

@@ -1,3 +1,5 @@
+import { ApplicationFailure } from '@temporalio/common';
+import { createJanitorActivities } from '../../activities/janitor';
 import { keepHistory } from '../helpers/histories';
 import { startStack, Stack } from '../helpers/stack';
 
@@ -110,4 +112,32 @@ it('purges SMS bodies (OTP codes) 10 minutes after they were queued, and every o
     'sms, 31 days': 'deleted',
   });
   await handle.terminate();
+});
+
+it('a sweep on a stopping worker purges nothing more and fails retryably, for the next attempt to go on elsewhere', async () => {
+  const now = Date.now();
+  const scope = `janitor-stop-${now}`;
+  await stack.db('idempotency_records').insert({
+    scope,
+    key: 'old',
+    route: 'r',
+    body_hash: 'h',
+    state: 'done',
+    created_at: new Date(now - 25 * HOUR),
+  });
+  const stopping = new AbortController();
+  stopping.abort('SIGTERM');
+  const sweep = createJanitorActivities({ db: stack.db, stopping: stopping.signal }).sweepRetention({ nowMs: now });
+  const failure = await sweep.then(
+    () => undefined,
+    (err: unknown) => err,
+  );
+  expect(failure).toBeInstanceOf(ApplicationFailure);
+  expect(failure).toMatchObject({ type: 'WorkerStopping', nonRetryable: false });
+  expect(await exists('idempotency_records', { scope, key: 'old' })).toBe(true);
+
+  await createJanitorActivities({ db: stack.db, stopping: new AbortController().signal }).sweepRetention({
+    nowMs: now,
+  });
+  expect(await exists('idempotency_records', { scope, key: 'old' })).toBe(false);
 });

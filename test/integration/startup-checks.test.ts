@@ -1,7 +1,10 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { parse } from 'yaml';
 import { loadSettings } from '../../src/config';
+import { apiStopBoundMs } from '../../src/main/stop';
+import { workerStopBoundMs } from '../../src/worker/stop';
 import { createDb, Db } from '../../src/db/knex';
 import { requireSecretKeyForLive } from '../../src/webhooks/runtime';
 import { buildMerchant } from '../helpers/factories';
@@ -95,5 +98,22 @@ describe('docker-compose.yml', () => {
     expect(compose).not.toMatch(/946[45]:946[45]/);
     expect(compose).toContain("fetch('http://127.0.0.1:9464/readyz')");
     expect(compose).toContain("fetch('http://127.0.0.1:9465/readyz')");
+  });
+
+  it('runs the API and the worker as node itself under an init, and waits for their graceful stop', () => {
+    const services = (parse(compose, { merge: true }) as { services: Record<string, Record<string, any>> }).services;
+    const seconds = (duration: string) => Number(/^(\d+)s$/.exec(duration)?.[1]) * 1000;
+    const bounds = { api: apiStopBoundMs, worker: workerStopBoundMs };
+    for (const role of ['api', 'worker'] as const) {
+      const service = services[role];
+      // No npm or shell in between: SIGTERM reaches node, and the container lives until node exits.
+      expect(service.command).toEqual(['node', '--import', 'tsx', `src/main/${role}.ts`]);
+      expect(service.init).toBe(true);
+      const { SHUTDOWN_DRAIN_MS, SHUTDOWN_TIMEOUT_MS } = service.environment as Record<string, string | undefined>;
+      const settings = loadSettings({ SHUTDOWN_DRAIN_MS, SHUTDOWN_TIMEOUT_MS });
+      expect(seconds(service.stop_grace_period)).toBeGreaterThan(bounds[role](settings));
+    }
+    const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
+    expect(dockerfile).toMatch(/^CMD \["node", "--import", "tsx", "src\/main\/api\.ts"\]$/m);
   });
 });

@@ -85,6 +85,18 @@ describe('loadSettings', () => {
     expect(() => loadSettings({ OTP_ALLOWED_COUNTRY_CODES: 'IQ' })).toThrow(/OTP_ALLOWED_COUNTRY_CODES/);
   });
 
+  it('drains 5 s and bounds work in flight to 15 s on a stop; the bound must exceed the webhook POST timeout', () => {
+    expect(loadSettings({})).toMatchObject({ SHUTDOWN_DRAIN_MS: 5000, SHUTDOWN_TIMEOUT_MS: 15_000 });
+    expect(loadSettings({ SHUTDOWN_DRAIN_MS: '0', SHUTDOWN_TIMEOUT_MS: '10001' })).toMatchObject({
+      SHUTDOWN_DRAIN_MS: 0,
+      SHUTDOWN_TIMEOUT_MS: 10_001,
+    });
+    expect(() => loadSettings({ SHUTDOWN_TIMEOUT_MS: '10000' })).toThrow(
+      /SHUTDOWN_TIMEOUT_MS: must exceed the webhook POST timeout/,
+    );
+    expect(() => loadSettings({ SHUTDOWN_DRAIN_MS: '-1' })).toThrow(/SHUTDOWN_DRAIN_MS/);
+  });
+
   it('treats an empty variable as unset', () => {
     expect(loadSettings({ PORT: '', WEBHOOK_SECRET_KEY: '', DATABASE_URL: '' })).toMatchObject({ PORT: 3000 });
     expect(loadSettings({ WEBHOOK_SECRET_KEY: '' }).WEBHOOK_SECRET_KEY).toBeUndefined();
