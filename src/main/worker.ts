@@ -16,6 +16,8 @@ import { ensureJanitor } from '../temporal/janitor';
 import { temporalClientInterceptors } from '../telemetry/temporal';
 import { startTracing } from '../telemetry/tracing';
 import { createWorker } from '../worker/create-worker';
+import { deploymentVersionOf, releaseTargetOf } from '../temporal/deployment';
+import { announceDeploymentVersion, promoteIfFresh } from '../worker/deployment';
 import { installSdkLogger } from '../worker/sdk-log';
 import { readSdkMetrics, registerDbPoolMetrics, startMetricsServer, type MetricsServer } from '../telemetry/metrics';
 import { registerBacklogGauges } from '../telemetry/backlogs';
@@ -57,6 +59,8 @@ async function main(): Promise<void> {
   await requireSearchAttributes(connection, settings);
   // Delivery activities take newly queued webhook rows as the dispatcher commits them.
   const queueNotices = listenForQueuedRows(databaseUrl);
+  const version = deploymentVersionOf(settings);
+  announceDeploymentVersion(version, settings.TEMPORAL_TASK_QUEUE);
   const worker = await createWorker({
     connection,
     namespace: settings.TEMPORAL_NAMESPACE,
@@ -86,6 +90,8 @@ async function main(): Promise<void> {
     sms: transports.sms?.describe ?? 'outbox only (SMS_HTTP_URL unset)',
   });
   const running = worker.run(); // resolves after SIGINT/SIGTERM once in-flight tasks finish
+  // A brand-new deployment gets this build current; any other waits for `ops release promote`.
+  if (version) await promoteIfFresh(connection, releaseTargetOf(settings), version.buildId, worker.options.identity);
   log.info('worker running', { task_queue: settings.TEMPORAL_TASK_QUEUE, namespace: settings.TEMPORAL_NAMESPACE });
   // Under `npm start` (an IPC channel): say so, then let the channel go so it cannot keep us alive.
   process.send?.('ready', () => process.disconnect?.());
