@@ -220,6 +220,13 @@ export interface ReleaseStatus {
 }
 
 const iso = (d: Date | null | undefined) => d?.toISOString() ?? null;
+type Verdict = Pick<BuildStatus, 'status' | 'verdict' | 'safe_to_stop'>;
+
+/** A build's document, the verdict first (after its id). */
+function withVerdict(base: Omit<BuildStatus, keyof Verdict>, v: Verdict): BuildStatus {
+  const { build_id, ...rest } = base;
+  return { build_id, ...v, ...rest };
+}
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
 /**
@@ -300,24 +307,33 @@ async function versionStatus(
     deactivated_at: iso(v.deactivatedAt),
     pollers: pollersOf(pollers, v.buildId),
   };
-  if (state.current === v.buildId) return { ...base, status: 'current', verdict: 'current', safe_to_stop: false };
+  if (state.current === v.buildId)
+    return withVerdict(base, { status: 'current', verdict: 'current', safe_to_stop: false });
   if (state.ramping?.buildId === v.buildId) {
-    return { ...base, status: 'ramping', verdict: `ramping (${state.ramping.percentage}%)`, safe_to_stop: false };
+    return withVerdict(base, {
+      status: 'ramping',
+      verdict: `ramping (${state.ramping.percentage}%)`,
+      safe_to_stop: false,
+    });
   }
   if (pinned > 0) {
     const verdict = `draining (${plural(pinned, 'pinned workflow')})`;
-    return { ...base, status: 'draining', verdict, safe_to_stop: false };
+    return withVerdict(base, { status: 'draining', verdict, safe_to_stop: false });
   }
   if (v.status === 'inactive') {
-    return { ...base, status: 'inactive', verdict: 'inactive (never current): safe to stop', safe_to_stop: true };
+    return withVerdict(base, {
+      status: 'inactive',
+      verdict: 'inactive (never current): safe to stop',
+      safe_to_stop: true,
+    });
   }
   const since = v.deactivatedAt ?? state.routingChangedAt;
   const settling = since ? DRAIN_SETTLE_MS - (now.getTime() - since.getTime()) : 0;
   if (settling > 0) {
     const verdict = `draining (no pinned workflow; counting again ${Math.ceil(settling / 1000)} s from now)`;
-    return { ...base, status: 'draining', verdict, safe_to_stop: false };
+    return withVerdict(base, { status: 'draining', verdict, safe_to_stop: false });
   }
-  return { ...base, status: 'drained', verdict: 'drained: safe to stop', safe_to_stop: true };
+  return withVerdict(base, { status: 'drained', verdict: 'drained: safe to stop', safe_to_stop: true });
 }
 
 /**
@@ -349,8 +365,8 @@ async function unversionedStatus(
     deactivated_at: null,
     pollers: own,
   };
-  if (current === null) return { ...base, status: 'current', verdict: 'current', safe_to_stop: false };
+  if (current === null) return withVerdict(base, { status: 'current', verdict: 'current', safe_to_stop: false });
   const moving =
     running > 0 ? ` (${plural(running, 'unversioned workflow')} move to build ${current} at their next task)` : '';
-  return { ...base, status: 'drained', verdict: `drained: safe to stop${moving}`, safe_to_stop: true };
+  return withVerdict(base, { status: 'drained', verdict: `drained: safe to stop${moving}`, safe_to_stop: true });
 }
