@@ -22,6 +22,7 @@ import {
   type TemporalConnection,
   type VersionSummary,
 } from '../temporal/deployment';
+import { mapLimited } from '../lib/concurrency';
 import { OpsError } from './errors';
 
 /** How long `release promote` waits by default for the build's workers to poll every queue (they may have just started). */
@@ -200,6 +201,8 @@ export interface BuildStatus {
   /** The server's own drainage status (refreshed every few minutes unless the dev-server flags say otherwise); null for the current build. */
   server_drainage: 'draining' | 'drained' | null;
   server_drainage_checked_at: string | null;
+  /** When the server first saw a worker of this build. */
+  created_at: string | null;
   current_since: string | null;
   /** When it last stopped being current or ramping. */
   deactivated_at: string | null;
@@ -247,14 +250,12 @@ export async function readReleaseStatus(
     const pollers = (await pollersOn(connection, target.namespace, queues, now)).filter(
       (p) => p.deploymentName === null || p.deploymentName === target.deploymentName,
     );
-    const versions = await Promise.all(
-      (state?.versions ?? []).map((v) => versionStatus(connection, target, state!, v, pollers, now)),
+    // Two visibility counts per build; a deployment keeps up to 100 builds.
+    const versions = await mapLimited(state?.versions ?? [], 4, (v) =>
+      versionStatus(connection, target, state!, v, pollers, now),
     );
     const unversioned = await unversionedStatus(connection, target, state, pollers);
-    const order = { current: 0, ramping: 1 } as Partial<Record<BuildStatus['status'], number>>;
-    const builds = [...versions, ...(unversioned ? [unversioned] : [])].sort(
-      (a, b) => (order[a.status] ?? 2) - (order[b.status] ?? 2),
-    );
+    const builds = [...versions, ...(unversioned ? [unversioned] : [])].sort(byListOrder);
     return {
       deployment: target.deploymentName,
       namespace: target.namespace,
@@ -269,6 +270,14 @@ export async function readReleaseStatus(
     if (err instanceof OpsError) throw err;
     throw temporalRefusal(err, 'reading the release status');
   }
+}
+
+const statusOrder: Partial<Record<BuildStatus['status'], number>> = { current: 0, ramping: 1 };
+
+/** Current, then ramping, then the others newest first, the unversioned workers last. */
+function byListOrder(a: BuildStatus, b: BuildStatus): number {
+  const rank = (x: BuildStatus) => statusOrder[x.status] ?? (x.build_id === null ? 3 : 2);
+  return rank(a) - rank(b) || (b.created_at ?? '').localeCompare(a.created_at ?? '');
 }
 
 function pollersOf(pollers: readonly Poller[], buildId: string | null): BuildStatus['pollers'] {
@@ -303,6 +312,7 @@ async function versionStatus(
     pinned_workflows: pinned,
     server_drainage: v.drainage,
     server_drainage_checked_at: iso(v.drainageCheckedAt),
+    created_at: iso(v.createdAt),
     current_since: iso(v.currentSince),
     deactivated_at: iso(v.deactivatedAt),
     pollers: pollersOf(pollers, v.buildId),
@@ -361,6 +371,7 @@ async function unversionedStatus(
     pinned_workflows: 0,
     server_drainage: null,
     server_drainage_checked_at: null,
+    created_at: null,
     current_since: null,
     deactivated_at: null,
     pollers: own,
