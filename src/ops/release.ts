@@ -13,7 +13,7 @@ import {
   queuesWithoutBuild,
   serviceTaskQueues,
   unionOfQueues,
-  versionSearchValue,
+  versionFilter,
   versionTaskQueues,
   type DeploymentState,
   type Poller,
@@ -301,7 +301,7 @@ async function versionStatus(
   pollers: readonly Poller[],
   now: Date,
 ): Promise<BuildStatus> {
-  const running = `ExecutionStatus = "Running" AND TemporalWorkerDeploymentVersion = "${versionSearchValue(target.deploymentName, v.buildId)}"`;
+  const running = `ExecutionStatus = "Running" AND ${versionFilter(target.deploymentName, v.buildId)}`;
   const [runningCount, pinned] = await Promise.all([
     countWorkflows(connection, target.namespace, running),
     countWorkflows(connection, target.namespace, `${running} AND TemporalWorkflowVersioningBehavior = "Pinned"`),

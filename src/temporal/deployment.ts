@@ -76,9 +76,13 @@ export function releaseTargetOf(settings: Settings): ReleaseTarget {
   };
 }
 
-/** A version as visibility's `TemporalWorkerDeploymentVersion` holds it. */
-export function versionSearchValue(deploymentName: string, buildId: string): string {
-  return `${deploymentName}:${buildId}`;
+/**
+ * The runs whose last workflow task a build completed, as a visibility filter. Servers index the
+ * version as `deployment:build`, the first ones with Worker Deployments as `deployment.build` (a
+ * deployment name has neither character, so neither form matches another deployment's build).
+ */
+export function versionFilter(deploymentName: string, buildId: string): string {
+  return `TemporalWorkerDeploymentVersion IN ("${deploymentName}:${buildId}", "${deploymentName}.${buildId}")`;
 }
 
 export type QueueType = 'workflow' | 'activity';
