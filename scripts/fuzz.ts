@@ -15,6 +15,8 @@ import { createMerchant } from '../src/ops/merchants';
 import { createPartnerKey } from '../src/ops/partner-keys';
 import { createSeller } from '../src/ops/sellers';
 import { createWorker } from '../src/worker/create-worker';
+import { promoteIfFresh } from '../src/worker/deployment';
+import { deploymentVersionOf, releaseTargetOf } from '../src/temporal/deployment';
 import { connectStack, startBenchEnvironment } from './bench/environment';
 import { repoRoot } from './processes';
 
@@ -167,7 +169,9 @@ async function main(): Promise<void> {
       settings.DATABASE_POOL_MAX,
     );
     log('Bundling the workflows and starting the worker...');
+    const version = deploymentVersionOf(settings);
     const worker = await createWorker({
+      deployment: version,
       connection: nativeConnection,
       namespace: NAMESPACE,
       taskQueue: settings.TEMPORAL_TASK_QUEUE,
@@ -176,6 +180,11 @@ async function main(): Promise<void> {
       publicBaseUrl: settings.PUBLIC_BASE_URL,
     });
     const running = worker.run();
+    // A fresh dev server routes new runs to a current build only: this one makes itself current, as `npm run worker` does.
+    if (version) {
+      const target = { ...releaseTargetOf(settings), namespace: NAMESPACE };
+      await promoteIfFresh(nativeConnection, target, version.buildId, worker.options.identity);
+    }
     env.onClose(async () => {
       worker.shutdown();
       await running;

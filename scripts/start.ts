@@ -1,8 +1,12 @@
 import { lstatSync, readlinkSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
+import { Connection } from '@temporalio/client';
 import { loadSettings, requireDatabaseUrl, type Settings } from '../src/config';
 import { createDb, migrateLatest, type Db } from '../src/db/knex';
 import { createDemo } from '../src/ops/demo';
+import { promoteBuild } from '../src/ops/release';
+import { temporalConnectionOptions } from '../src/temporal/client';
+import { describeDeployment, deploymentVersionOf, releaseTargetOf } from '../src/temporal/deployment';
 import { startEmbeddedPg } from './embedded-pg';
 import { assertPortFree, repoRoot, startChild, stopAll, waitFor, type Child } from './processes';
 import { startTemporalDevServer } from './temporal-dev-server';
@@ -192,6 +196,36 @@ function readyMessage(child: Child): () => Promise<boolean> {
   return () => Promise.resolve(ready);
 }
 
+/**
+ * The worker's build, made current on the dev server `npm start` runs: that server is this
+ * developer's own, so a build whose version changed since the last start must not leave new
+ * workflows waiting for a promotion (a worker only promotes itself on a brand-new deployment).
+ * On an external server it only says where the build stands: promoting there is the operator's.
+ */
+async function ownBuildLine(settings: Settings, promote: boolean): Promise<string> {
+  const version = deploymentVersionOf(settings);
+  if (!version) return 'Worker build: unversioned (TEMPORAL_WORKER_VERSIONING=off)';
+  const named = `${version.buildId} of deployment ${version.deploymentName}`;
+  const connection = await Connection.connect({ ...temporalConnectionOptions(settings), connectTimeout: '10s' });
+  try {
+    const target = releaseTargetOf(settings);
+    if (promote) {
+      const promoted = await promoteBuild(connection, target, {
+        buildId: version.buildId,
+        waitMs: STARTUP_TIMEOUT_MS,
+        identity: 'npm start',
+      });
+      const before = promoted.previous_build_id ?? 'the unversioned workers';
+      return `Worker build: ${named}, ${promoted.changed ? `promoted by npm start (current before: ${before})` : 'current'}`;
+    }
+    const current = (await describeDeployment(connection, target))?.current ?? null;
+    if (current === version.buildId) return `Worker build: ${named}, current`;
+    return `Worker build: ${named}, not current (current: ${current ?? 'the unversioned workers'}; \`npm run ops -- release promote\` makes it current)`;
+  } finally {
+    await connection.close();
+  }
+}
+
 /** True when the API's health route answers 200. */
 async function healthy(url: string): Promise<boolean> {
   const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
@@ -249,6 +283,7 @@ async function main(): Promise<void> {
   const watched = { timeoutMs: STARTUP_TIMEOUT_MS, watched: [api, worker] };
   await waitFor(`the API at ${healthUrl}`, () => healthy(healthUrl), watched);
   await waitFor('the worker to poll its task queue', workerReady, watched);
+  const buildLine = await ownBuildLine(runSettings, embeddedTemporal);
 
   const lines = [
     '',
@@ -258,6 +293,7 @@ async function main(): Promise<void> {
       : `Temporal:     ${env.TEMPORAL_ADDRESS}, namespace ${settings.TEMPORAL_NAMESPACE} (external)`,
     `Database:     ${redact(databaseUrl)}${embeddedPg ? `  (embedded, data in ${displayPath(join(dataDir, 'pg'))})` : ''}`,
     ...metricsLine(settings),
+    buildLine,
     `Ops CLI:      DATABASE_URL=${redact(databaseUrl)} TEMPORAL_ADDRESS=${env.TEMPORAL_ADDRESS} npm run -s ops -- <group> <command>`,
     'ready: press Ctrl-C to stop',
     '',

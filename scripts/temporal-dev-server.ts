@@ -38,6 +38,19 @@ const HOST = '127.0.0.1';
  */
 const TUNING = ['--sqlite-pragma', 'journal_mode=wal', '--sqlite-pragma', 'synchronous=normal'];
 
+/**
+ * Worker Deployment drainage within seconds instead of minutes: the server rechecks a draining
+ * build's pinned runs every 5 s (default 3 min) and believes visibility 10 s after the build stopped
+ * being current (default 3 min). `ops release status` decides on its own count either way; this
+ * makes the server's `server_drainage` agree with it promptly (docs/workflows.md).
+ */
+export const DRAINAGE_FLAGS = [
+  '--dynamic-config-value',
+  'matching.wv.VersionDrainageStatusRefreshInterval="5s"',
+  '--dynamic-config-value',
+  'matching.wv.VersionDrainageStatusVisibilityGracePeriod="10s"',
+];
+
 /** Starts `temporal server start-dev` on loopback and waits until the namespace and the Web UI answer. */
 export async function startTemporalDevServer(options: TemporalDevServerOptions): Promise<TemporalDevServer> {
   mkdirSync(dirname(options.dbFile), { recursive: true });
@@ -55,6 +68,7 @@ export async function startTemporalDevServer(options: TemporalDevServerOptions):
     'start-dev',
     ...Object.entries(flags).flat(),
     ...TUNING,
+    ...DRAINAGE_FLAGS,
     ...(options.searchAttributes === false ? [] : devServerSearchAttributeFlags()),
     ...(options.extraArgs ?? []),
   ];

@@ -3,6 +3,8 @@ import { defaultTaskQueue } from './temporal/names';
 import { DELIVERY_TIMEOUT_MS } from './webhooks/schedule';
 
 const LOOPBACK_HOST = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/;
+/** A Worker Deployment build id as the server takes it, without quotes (it goes into visibility queries). */
+export const BUILD_ID_PATTERN = /^(?!__)[^\s"'\\]{1,255}$/;
 
 /** A metrics port: a TCP port, or `off` / `0` for no metrics server. */
 const metricsPort = (fallback: number) =>
@@ -32,6 +34,24 @@ const settingsSchema = z.object({
   TEMPORAL_ADDRESS: z.string().min(1).optional(),
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   TEMPORAL_TASK_QUEUE: z.string().min(1).default(defaultTaskQueue),
+  /**
+   * The Worker Deployment this process's workers belong to (docs/workflows.md, "Worker Deployment
+   * Versioning"); unset: the task queue's name, so two installs that share a namespace never share one.
+   */
+  TEMPORAL_DEPLOYMENT_NAME: z
+    .string()
+    .regex(
+      /^(?!__)[^.:\s"'\\]{1,255}$/,
+      "must be 1-255 characters without '.', ':', spaces or quotes, not starting with __",
+    )
+    .optional(),
+  /** This process's build in its deployment; unset: the release version in package.json. */
+  TEMPORAL_BUILD_ID: z
+    .string()
+    .regex(BUILD_ID_PATTERN, 'must be 1-255 characters without spaces or quotes, not starting with __')
+    .optional(),
+  /** `off`: workers poll unversioned (a server without Worker Deployments); `on`: they declare their deployment version. */
+  TEMPORAL_WORKER_VERSIONING: z.enum(['on', 'off']).default('on'),
   TEMPORAL_TLS_CERT_PATH: z.string().min(1).optional(),
   TEMPORAL_TLS_KEY_PATH: z.string().min(1).optional(),
   TEMPORAL_API_KEY: z.string().min(1).optional(),
@@ -149,6 +169,11 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
   const s = parsed.data;
   if (Boolean(s.SMS_HTTP_URL) !== Boolean(s.SMS_HTTP_TOKEN)) {
     throw new Error('Invalid settings:\n  SMS_HTTP_URL, SMS_HTTP_TOKEN: set both or neither');
+  }
+  if (!s.TEMPORAL_DEPLOYMENT_NAME && /[.:\s"'\\]/.test(s.TEMPORAL_TASK_QUEUE)) {
+    throw new Error(
+      "Invalid settings:\n  TEMPORAL_DEPLOYMENT_NAME: unset, and TEMPORAL_TASK_QUEUE cannot name the deployment ('.', ':', spaces or quotes); set it",
+    );
   }
   return { ...s, PUBLIC_BASE_URL: s.PUBLIC_BASE_URL ?? `http://localhost:${s.PORT}` };
 }

@@ -5,6 +5,7 @@ import {
   proxyActivities,
   setCurrentDetails,
   setHandler,
+  setWorkflowOptions,
   sleep,
   upsertSearchAttributes,
   workflowInfo,
@@ -23,6 +24,7 @@ import { CLAIM_LEASE_MS } from '../src/webhooks/queue';
 import { DISABLE_AFTER_FAILING_MS, NOTIFY_AFTER_FAILING_MS } from '../src/webhooks/schedule';
 import { endpointIdKey, endpointStatusKey, merchantIdKey, modeKey } from '../src/temporal/search-attributes';
 import { patches } from './patches';
+import { versioningBehaviors } from '../src/temporal/versioning';
 
 /**
  * Rows one `deliverDue` had in flight at most before patch delivery-one-batch (two activities
@@ -54,6 +56,8 @@ type EndpointStatus = 'enabled' | 'failing' | 'disabled';
 
 const hhmmss = (ms: number) => new Date(ms).toISOString().slice(11, 19);
 const dateTime = (ms: number) => `${new Date(ms).toISOString().slice(0, 19).replace('T', ' ')} UTC`;
+
+setWorkflowOptions({ versioningBehavior: versioningBehaviors.endpointDeliveryWorkflow }, endpointDeliveryWorkflow);
 
 /**
  * One per webhook endpoint (workflow id = endpoint id). Owns only time: when to look at the

@@ -5,6 +5,7 @@ import {
   patched,
   proxyActivities,
   setHandler,
+  setWorkflowOptions,
   sleep,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -22,6 +23,7 @@ import { DeliveryQueue } from '../src/webhooks/legacy-in-state-queue';
 import { DISABLE_AFTER_FAILING_MS } from '../src/webhooks/schedule';
 import type { endpointDeliveryWorkflow } from './delivery-endpoint';
 import { patches } from './patches';
+import { versioningBehaviors } from '../src/temporal/versioning';
 
 /** Attempts per activity (sent concurrently), and activities in flight at once: at most 20 POSTs per endpoint. */
 const BATCH_SIZE = 10;
@@ -40,6 +42,8 @@ const { deliverBatch, recordCancelledDeliveries, disableFailingEndpoint } = prox
 });
 
 const keyOf = ({ eventId, generation, attemptNo }: PendingDelivery) => ({ eventId, generation, attemptNo });
+
+setWorkflowOptions({ versioningBehavior: versioningBehaviors.deliveryWorkflow }, deliveryWorkflow);
 
 /**
  * The previous delivery workflow type, registered until its runs are gone: a run that reaches new

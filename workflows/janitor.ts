@@ -1,12 +1,22 @@
-import { continueAsNew, proxyActivities, setCurrentDetails, sleep, workflowInfo } from '@temporalio/workflow';
+import {
+  continueAsNew,
+  proxyActivities,
+  setCurrentDetails,
+  setWorkflowOptions,
+  sleep,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { JanitorActivities } from '../activities/janitor';
 import { janitorSchedule } from '../src/temporal/janitor';
+import { versioningBehaviors } from '../src/temporal/versioning';
 
 const { sweepRetention } = proxyActivities<JanitorActivities>({
   startToCloseTimeout: '5 minutes',
   retry: { maximumInterval: '1 minute' },
   summary: 'delete idempotency records and rate-limit windows past retention',
 });
+
+setWorkflowOptions({ versioningBehavior: versioningBehaviors.janitorWorkflow }, janitorWorkflow);
 
 /** Sweeps retention every hour, for ever; continues as new before its history grows large. */
 export async function janitorWorkflow(): Promise<void> {

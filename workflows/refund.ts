@@ -1,7 +1,8 @@
-import { patched, proxyActivities, setCurrentDetails } from '@temporalio/workflow';
+import { patched, proxyActivities, setCurrentDetails, setWorkflowOptions } from '@temporalio/workflow';
 import type { RefundActivities } from '../activities/refunds';
 import type { RefundWorkflowInput } from '../src/temporal/refund';
 import { patches } from './patches';
+import { versioningBehaviors } from '../src/temporal/versioning';
 
 // A vendor outage is retried (the vendor call carries the refund id as its idempotency key, so a
 // retry after a timeout cannot refund twice); a refusal is an answer, settled as failed.
@@ -21,6 +22,8 @@ const { recordRefundOutcome } = proxyActivities<RefundActivities>({
   retry: { maximumInterval: '1 minute' },
   summary: "settle the refund with the vendor's answer",
 });
+
+setWorkflowOptions({ versioningBehavior: versioningBehaviors.refundWorkflow }, refundWorkflow);
 
 /** One per refund (workflow id = refund id): refunds at the vendor, then settles the refund in Postgres. */
 export async function refundWorkflow({ refundId }: RefundWorkflowInput): Promise<string> {

@@ -6,6 +6,7 @@ import {
   proxyActivities,
   setCurrentDetails,
   setHandler,
+  setWorkflowOptions,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -27,6 +28,7 @@ import {
   TestGatewayDecision,
 } from '../src/temporal/session';
 import { patches } from './patches';
+import { versioningBehaviors } from '../src/temporal/versioning';
 
 const activityOptions = { startToCloseTimeout: '30 seconds', retry: { maximumInterval: '1 minute' } } as const;
 const { expireSession } = proxyActivities<SessionActivities>({
@@ -46,6 +48,8 @@ type Adopted = AttemptStart & { startedAtMs: number };
 
 /** `2026-11-24 09:32:56 UTC`: how current details name a moment. */
 const at = (ms: number) => `${new Date(ms).toISOString().slice(0, 19).replace('T', ' ')} UTC`;
+
+setWorkflowOptions({ versioningBehavior: versioningBehaviors.sessionWorkflow }, sessionWorkflow);
 
 /**
  * One per checkout session (workflow id = session id): holds the timer for `expires_at` and runs

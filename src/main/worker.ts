@@ -16,6 +16,8 @@ import { ensureJanitor } from '../temporal/janitor';
 import { temporalClientInterceptors } from '../telemetry/temporal';
 import { startTracing } from '../telemetry/tracing';
 import { createWorker } from '../worker/create-worker';
+import { deploymentVersionOf, releaseTargetOf } from '../temporal/deployment';
+import { announceDeploymentVersion, promoteIfFresh } from '../worker/deployment';
 import { installSdkLogger } from '../worker/sdk-log';
 import { readSdkMetrics, registerDbPoolMetrics, startMetricsServer, type MetricsServer } from '../telemetry/metrics';
 import { registerBacklogGauges } from '../telemetry/backlogs';
@@ -63,6 +65,8 @@ async function main(): Promise<void> {
   await requireSearchAttributes(connection, settings);
   // Delivery activities take newly queued webhook rows as the dispatcher commits them.
   const queueNotices = listenForQueuedRows(databaseUrl);
+  const version = deploymentVersionOf(settings);
+  announceDeploymentVersion(version, settings.TEMPORAL_TASK_QUEUE);
   const worker = await createWorker({
     connection,
     namespace: settings.TEMPORAL_NAMESPACE,
@@ -94,6 +98,9 @@ async function main(): Promise<void> {
   });
   const running = worker.run(); // resolves once shut down and its in-flight tasks finished
   stop.serving();
+  // A brand-new deployment gets this build current; any other waits for `ops release promote`. Not
+  // awaited: it may wait up to 30 s for the server to see this build, and a stop must not wait for it.
+  if (version) void promoteIfFresh(connection, releaseTargetOf(settings), version.buildId, worker.options.identity);
   log.info('worker running', { task_queue: settings.TEMPORAL_TASK_QUEUE, namespace: settings.TEMPORAL_NAMESPACE });
   // Under `npm start` (an IPC channel): say so, then let the channel go so it cannot keep us alive.
   process.send?.('ready', () => process.disconnect?.());

@@ -28,6 +28,19 @@ export const processStopping = new Gauge({
   registers: [registry],
 });
 
+const buildInfo = new Gauge({
+  name: 'svc_build_info',
+  help: 'Always 1; version is the release in package.json, build_id the worker deployment build (unversioned: none declared).',
+  labelNames: ['version', 'build_id'] as const,
+  registers: [registry],
+});
+
+/** Sets `svc_build_info` to this process's release and build (one series: a process has one). */
+export function setBuildInfo(labels: { version: string; build_id: string }): void {
+  buildInfo.reset();
+  buildInfo.set(labels, 1);
+}
+
 /** Gauges of the knex (tarn) pool `db`, read at scrape time. */
 export function registerDbPoolMetrics(db: Db): void {
   const pool = () =>

@@ -1,14 +1,19 @@
+import { resolve } from 'node:path';
+import type { WorkerDeploymentVersion } from '@temporalio/common';
 import { NativeConnection, Worker, WorkerOptions } from '@temporalio/worker';
 import { createActivities } from '../../activities';
 import { createDeliveryActivities } from '../../activities/delivery';
 import { loadSettings } from '../config';
 import { workerTracingOptions } from '../telemetry/temporal';
 import type { Db } from '../db/knex';
+import type { Gateways } from '../checkout/gateways';
 import type { Clock } from '../lib/clock';
 import { webhookActivityQueue } from '../temporal/delivery';
+import { deploymentVersionOf } from '../temporal/deployment';
 import type { QueueNotices } from '../webhooks/queue-announce';
 import { WebhookRuntime, webhookRuntime } from '../webhooks/runtime';
 import { workerStopOptions } from './stop';
+import { workerDeploymentOptions } from './deployment';
 
 /**
  * Slots of the main task queue: workflow tasks of every workflow, and the short activities of
@@ -33,6 +38,13 @@ export interface WorkerDeps {
   stopping?: AbortSignal;
   /** A prebuilt workflow bundle (tests build it once); otherwise the workflows are bundled now. */
   workflowBundle?: { codePath: string } | { code: string };
+  /**
+   * The Worker Deployment version both Worker instances declare; null: unversioned. Absent: from
+   * the settings (TEMPORAL_DEPLOYMENT_NAME, else `taskQueue`; TEMPORAL_BUILD_ID, else the release).
+   */
+  deployment?: WorkerDeploymentVersion | null;
+  /** The payment vendors (default: the test gateway and cash on delivery). */
+  gateways?: Gateways;
 }
 
 /**
@@ -40,7 +52,8 @@ export interface WorkerDeps {
  * on the main task queue, and beside it, on `<taskQueue>-webhooks` with slots of its own, the
  * webhook delivery activities of `endpointDeliveryWorkflow` (slow receivers never take the slots
  * that expiry and settlement need). The old `deliveryWorkflow` type still finds its activities on
- * the main queue. `run()` runs both until `shutdown()` stops both.
+ * the main queue. Both declare one Worker Deployment version, so a build serves both queues or
+ * neither. `run()` runs both until `shutdown()` stops both.
  */
 export async function createWorker(deps: WorkerDeps): Promise<Worker> {
   const settings = loadSettings();
@@ -52,10 +65,21 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
     webhooks,
     queueNotices: deps.queueNotices,
     stopping: deps.stopping,
+    gateways: deps.gateways,
   };
-  const workflows: Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> = deps.workflowBundle
+  const version =
+    deps.deployment === undefined
+      ? deploymentVersionOf({ ...settings, TEMPORAL_TASK_QUEUE: deps.taskQueue })
+      : deps.deployment;
+  if (!version && deps.workflowBundle) {
+    throw new Error(
+      'an unversioned worker bundles its own workflows: a prebuilt bundle declares versioning behaviours',
+    );
+  }
+  const workflows: Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath' | 'bundlerOptions'> = deps.workflowBundle
     ? { workflowBundle: deps.workflowBundle }
-    : { workflowsPath: require.resolve('../../workflows') };
+    : { workflowsPath: require.resolve('../../workflows'), ...(version ? {} : unversionedBundle) };
+  const versioning = workerDeploymentOptions(version);
   const { interceptors, sinks } = workerTracingOptions();
   const activityInterceptors = { activity: interceptors?.activity };
   const main = await Worker.create({
@@ -70,6 +94,7 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
     // A prebuilt bundle has the workflow interceptors in it already (the SDK warns if named again).
     interceptors: deps.workflowBundle ? activityInterceptors : interceptors,
     sinks,
+    ...versioning,
   });
   const webhookSlots = deps.webhookSlots ?? settings.WEBHOOK_ACTIVITY_SLOTS;
   if (webhookSlots === 0) return main;
@@ -81,9 +106,32 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
     maxConcurrentActivityTaskExecutions: webhookSlots,
     ...workerStopOptions(settings),
     interceptors: activityInterceptors,
+    ...versioning,
   });
   return runTogether(main, delivery);
 }
+
+/**
+ * The bundle of an unversioned worker: `src/temporal/versioning.ts` swapped for a table declaring
+ * no behaviour, as a server refuses a workflow task that an unversioned worker completes with one.
+ */
+const unversionedBundle: Pick<WorkerOptions, 'bundlerOptions'> = {
+  bundlerOptions: {
+    webpackConfigHook: (config) => ({
+      ...config,
+      resolve: {
+        ...config.resolve,
+        alias: {
+          ...(config.resolve?.alias as Record<string, string> | undefined),
+          [resolve(__dirname, '../temporal/versioning.ts')]: resolve(
+            __dirname,
+            '../temporal/versioning-unversioned.ts',
+          ),
+        },
+      },
+    }),
+  },
+};
 
 /** `main`, whose `run()` also runs `companion` (and stops it when either stops) and whose `shutdown()` stops both. */
 function runTogether(main: Worker, companion: Worker): Worker {

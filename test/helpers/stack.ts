@@ -4,9 +4,10 @@ import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { createServer, type Server } from 'node:http';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { Logger, LogMetadata } from '@temporalio/common';
+import type { Logger, LogMetadata, WorkerDeploymentVersion } from '@temporalio/common';
 import { DefaultLogger, Runtime, type Worker } from '@temporalio/worker';
 import { createApp } from '../../src/app';
+import type { Gateways } from '../../src/checkout/gateways';
 import type { AppDeps } from '../../src/deps';
 import { loadSettings, Settings } from '../../src/config';
 import { createDb, Db } from '../../src/db/knex';
@@ -18,6 +19,8 @@ import { Dispatcher, startDispatcher } from '../../src/webhooks/fan-out';
 import { listenForQueuedRows } from '../../src/webhooks/queue-announce';
 import { webhookRuntime } from '../../src/webhooks/runtime';
 import { createWorker } from '../../src/worker/create-worker';
+import { promoteIfFresh } from '../../src/worker/deployment';
+import { deploymentVersionOf } from '../../src/temporal/deployment';
 import { freePort } from '../../scripts/processes';
 import { startTemporalDevServer } from '../../scripts/temporal-dev-server';
 import { testResolver } from './https-receiver';
@@ -60,6 +63,13 @@ export interface Stack {
   settings: Settings;
   clock: TestClock;
   taskQueue: string;
+  /**
+   * The Worker Deployment version of the stack's worker (deployment: the task queue's name; build:
+   * TEMPORAL_BUILD_ID, else the release). The time-skipping server takes versioned pollers and
+   * ignores their versions (it has no Worker Deployments); on a dev server a stack's build makes
+   * itself current as a brand-new install's worker does.
+   */
+  deployment: WorkerDeploymentVersion | null;
   /** What the app was built from, for tests that mount probe routes on the same stacks. */
   deps: AppDeps;
   /**
@@ -111,6 +121,8 @@ function installQuietRuntime(): void {
 export interface StackOptions {
   /** The time-skipping test server (default), or a real dev server for visibility queries and the Web UI (real time). */
   temporal?: 'time-skipping' | 'dev-server';
+  /** The payment vendors of the stack's worker (default: the test gateway and cash on delivery). */
+  gateways?: Gateways;
 }
 
 /**
@@ -118,7 +130,7 @@ export interface StackOptions {
  * worker, and the real HTTP app on an ephemeral loopback port.
  */
 export async function startStack(overrides: Record<string, string> = {}, options: StackOptions = {}): Promise<Stack> {
-  const { temporal = 'time-skipping' } = options;
+  const { temporal = 'time-skipping', gateways } = options;
   setLogLevel((process.env.TEST_LOG_LEVEL as 'debug') ?? 'silent');
   installQuietRuntime();
   const run = readRunEnv();
@@ -174,6 +186,7 @@ export async function startStack(overrides: Record<string, string> = {}, options
   const webhooks = webhookRuntime(settings, { resolve: testResolver });
   const queueNotices = listenForQueuedRows(run.databaseUrl);
 
+  const deployment = deploymentVersionOf({ ...settings, TEMPORAL_TASK_QUEUE: taskQueue });
   const startWorker = async () => {
     const worker: Worker = await createWorker({
       connection: env.nativeConnection,
@@ -185,8 +198,15 @@ export async function startStack(overrides: Record<string, string> = {}, options
       webhooks,
       queueNotices,
       workflowBundle: { codePath: run.workflowBundlePath },
+      deployment,
+      gateways,
     });
-    return { worker, running: worker.run() };
+    const running = worker.run();
+    if (devServer && deployment) {
+      const target = { namespace: env.namespace ?? 'default', deploymentName: deployment.deploymentName, taskQueue };
+      await promoteIfFresh(env.nativeConnection, target, deployment.buildId, worker.options.identity);
+    }
+    return { worker, running };
   };
   let current = await startWorker();
   const stopWorker = async () => {
@@ -215,6 +235,7 @@ export async function startStack(overrides: Record<string, string> = {}, options
     settings,
     clock,
     taskQueue,
+    deployment,
     deps,
     dispatchEventsOf(merchantId) {
       webhookMerchants.add(merchantId);

@@ -10,6 +10,7 @@ import { methodCommands } from './method';
 import { orderCommands } from './order';
 import { outboxCommands } from './outbox';
 import { partnerKeyCommands } from './partner-key';
+import { releaseCommands } from './release';
 import { productCommands } from './product';
 import { sellerCommands } from './seller';
 import { statusCommands } from './status';
@@ -36,4 +37,5 @@ export const commands: CommandTable = {
   ...demoCommands,
   ...workflowCommands,
   ...statusCommands,
+  ...releaseCommands,
 };
