@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -67,6 +67,8 @@ const NAMESPACE = 'default';
 const TASK_QUEUE = 'upgrade-main';
 /** p99 while migrations run, at most this many times the baseline's. */
 const MIGRATION_P99_FACTOR = 2;
+/** The shortest window measured as "during the migrations" (a p99 over a second's requests is their maximum). */
+const MIGRATION_WINDOW_MS = 5000;
 /** A lock wait is sampled every 25 ms: what a wait may exceed the lock timeout by before it counts. */
 const LOCK_SAMPLE_SLACK_MS = 100;
 /** Long enough for the 30-second pending attempts and a refund after them. */
@@ -87,7 +89,9 @@ function releasePair(): { from: ReleaseTree; to: ReleaseTree } {
 }
 
 /** Whether the tree's API drains on SIGTERM by itself (fails /readyz, keeps serving): releases from 0.2.0 on. */
-const drainsItself = (tree: ReleaseTree) => tree.version !== '0.1.0';
+const drainsItself = (tree: ReleaseTree) => existsSync(join(tree.dir, 'src', 'main', 'stop.ts'));
+/** Whether the tree's workers declare a Worker Deployment build (0.1.0's poll unversioned). */
+const versioned = (tree: ReleaseTree) => existsSync(join(tree.dir, 'src', 'temporal', 'versioning.ts'));
 
 async function main(): Promise<void> {
   const { from, to } = releasePair();
@@ -116,7 +120,7 @@ async function main(): Promise<void> {
       LOG_LEVEL: 'warn',
     };
     const command = (tree: ReleaseTree, entry: string, args: string[], app: string) =>
-      runTreeCommand(tree, entry, args, { ...common, PGAPPNAME: app });
+      runTreeCommand(tree, entry, args, { ...common, TEMPORAL_BUILD_ID: tree.buildId, PGAPPNAME: app });
 
     // The previous release's schema and data, made by its own tools.
     const migrated = await command(from, 'src/main/migrate.ts', [], `migrate-${from.buildId}`);
@@ -210,6 +214,8 @@ async function main(): Promise<void> {
       };
       for (const m of report.applied) migrations.push({ phase, name: m.name, ms: m.duration_ms, attempts: m.attempts });
       log(`  ${report.applied.length} ${phase} migration(s) in ${out.ms} ms`);
+      // The window measured as "during the migrations": their run and what queued behind them, 5 s at least.
+      await sleep(Math.max(0, MIGRATION_WINDOW_MS - out.ms));
     };
 
     // 1. Expand while the previous release serves, and let it serve on the expanded schema.
@@ -222,6 +228,7 @@ async function main(): Promise<void> {
     const newWorkers = await Promise.all([start('worker', 'c', to), start('worker', 'd', to)]);
     await sleep(SETTLE_S * 1000);
     enter('promote');
+    const promotedAtMs = Date.now();
     const promoted = await command(to, 'src/cli/main.ts', ['release', 'promote', '--json'], `ops-${to.buildId}`);
     if (promoted.code !== 0) throw new Error(`release promote failed:\n${promoted.stdout}${promoted.stderr}`);
     await sleep(SETTLE_S * 1000);
@@ -242,9 +249,13 @@ async function main(): Promise<void> {
     // 4. The old workers, once the status says their build has nothing left to run.
     enter('old workers drained and stopped');
     const statusDeadline = Date.now() + 300_000;
+    let verdict = '';
     for (;;) {
       const status = await command(to, 'src/cli/main.ts', ['release', 'status', '--json'], `ops-${to.buildId}`);
-      if (status.code === 0 && safeToStop(JSON.parse(status.stdout), from.buildId)) break;
+      const build =
+        status.code === 0 ? buildOf(JSON.parse(status.stdout), versioned(from) ? from.buildId : null) : null;
+      if (build && build.verdict !== verdict) log(`  release status: ${from.label}: ${(verdict = build.verdict)}`);
+      if (build?.safe_to_stop) break;
       if (Date.now() > statusDeadline) throw new Error(`build ${from.buildId} never drained:\n${status.stdout}`);
       await sleep(2000);
     }
@@ -275,6 +286,7 @@ async function main(): Promise<void> {
     report({
       from,
       to,
+      promotedAtMs,
       phases: phases.map((p) => p.name),
       load,
       drained,
@@ -293,11 +305,17 @@ async function main(): Promise<void> {
   }
 }
 
-/** `release status --json` says build `buildId` has nothing left to run. */
-function safeToStop(status: unknown, buildId: string): boolean {
-  const builds = (status as { builds?: Array<{ buildId: string | null; safeToStop?: boolean }> }).builds ?? [];
-  const build = builds.find((b) => (b.buildId ?? 'unversioned') === buildId || (b.buildId === null && buildId));
-  return build === undefined || build.safeToStop === true;
+/** Build `buildId` (null: the unversioned workers) in `release status --json`, or a drained stand-in when it is not listed. */
+function buildOf(status: unknown, buildId: string | null): { verdict: string; safe_to_stop: boolean } {
+  const builds = (status as { builds: Array<{ build_id: string | null; verdict: string; safe_to_stop: boolean }> })
+    .builds;
+  return builds.find((b) => b.build_id === buildId) ?? { verdict: 'not listed: nothing left', safe_to_stop: true };
+}
+
+/** The patch ids a tree's workflows declare (workflows/patches.ts). */
+function patchIds(tree: ReleaseTree): string[] {
+  const text = readFileSync(join(tree.dir, 'workflows', 'patches.ts'), 'utf8');
+  return [...text.matchAll(/:\s*'([a-z0-9-]+)'/g)].map((m) => m[1]);
 }
 
 interface ListedEvent {
@@ -412,6 +430,7 @@ async function checkEndState(
 interface Report {
   from: ReleaseTree;
   to: ReleaseTree;
+  promotedAtMs: number;
   phases: string[];
   load: Load;
   drained: boolean;
@@ -509,6 +528,17 @@ function report(r: Report): void {
   );
   for (const f of r.tasks.failures.slice(0, 5)) log(`  ${f.type} ${f.workflowId}: ${f.cause} ${f.message}`);
   if (r.tasks.failures.length) failures.push(`${r.tasks.failures.length} workflow task failures`);
+  const added = patchIds(r.to).filter((id) => !patchIds(r.from).includes(id));
+  for (const id of added) {
+    const starts = r.tasks.marked.get(id) ?? [];
+    const moved = starts.filter((t) => t < r.promotedAtMs).length;
+    log(
+      `Patch ${id} (new in ${r.to.label}): marked by ${starts.length} runs, ${moved} of them started on the old build`,
+    );
+    if (PAIR === 'fixture' && moved === 0) failures.push(`no run started on the old build took patch ${id}`);
+  }
+  if (PAIR === 'fixture' && !['expand', 'contract'].every((p) => r.migrations.some((m) => m.phase === p)))
+    failures.push('the fixture release applied no expand or no contract migration');
 
   log('');
   const journeys = r.load.journeys;

@@ -69,13 +69,19 @@ export interface TaskFailure {
 
 /**
  * Every workflow task failure in every history of the namespace (the bench's own dev server: all
- * of them are the run's), and the count of workflow tasks that timed out (a worker stopped with a
- * task on its sticky queue: the server gives the task to another worker, no failure).
+ * of them are the run's), the count of workflow tasks that timed out (a worker stopped with a
+ * task on its sticky queue: the server gives the task to another worker, no failure), and which
+ * runs mark which patches.
  */
-export async function workflowTaskFailures(
-  client: TemporalClient,
-): Promise<{ workflows: number; failures: TaskFailure[]; timeouts: number }> {
+export async function workflowTaskFailures(client: TemporalClient): Promise<{
+  workflows: number;
+  failures: TaskFailure[];
+  timeouts: number;
+  /** Per patch id, the start times (ms) of the runs whose history marks it. */
+  marked: Map<string, number[]>;
+}> {
   const failures: TaskFailure[] = [];
+  const marked = new Map<string, number[]>();
   let workflows = 0;
   let timeouts = 0;
   const types = temporal.api.enums.v1.EventType;
@@ -85,6 +91,11 @@ export async function workflowTaskFailures(
     const history = await client.workflow.getHandle(execution.workflowId, execution.runId).fetchHistory();
     for (const event of history.events ?? []) {
       if (event.eventType === types.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT) timeouts++;
+      const patch = event.markerRecordedEventAttributes?.details?.['patch-data']?.payloads?.[0]?.data;
+      if (patch) {
+        const id = (JSON.parse(Buffer.from(patch).toString('utf8')) as { id: string }).id;
+        marked.set(id, [...(marked.get(id) ?? []), execution.startTime.getTime()]);
+      }
       if (event.eventType !== types.EVENT_TYPE_WORKFLOW_TASK_FAILED) continue;
       const attrs = event.workflowTaskFailedEventAttributes;
       failures.push({
@@ -95,5 +106,5 @@ export async function workflowTaskFailures(
       });
     }
   }
-  return { workflows, failures, timeouts };
+  return { workflows, failures, timeouts, marked };
 }

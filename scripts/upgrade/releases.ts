@@ -22,6 +22,8 @@ export interface ReleaseTree {
   dir: string;
 }
 
+/** The fixture release's change: a workflow patch, an expand and a contract migration. */
+export const FIXTURE_PATCH = join('scripts', 'upgrade', 'fixture-release.patch');
 /** Where checked-out releases are kept between runs (git-ignored). */
 const RELEASES_DIR = join(repoRoot, '.data', 'releases');
 
@@ -104,6 +106,14 @@ export function fixtureTree(base: ReleaseTree, log: (line: string) => void): Rel
     .filter((f) => f && existsSync(join(base.dir, f)));
   for (const file of files) cpSync(join(base.dir, file), join(dir, file), { recursive: true });
   symlinkSync(join(base.dir, 'node_modules'), join(dir, 'node_modules'));
-  run('git', ['apply', '--whitespace=nowarn', join(base.dir, 'scripts', 'upgrade', 'fixture-release.patch')], dir);
+  // Outside any repository: inside one (this checkout), git apply would skip every path above `dir`.
+  const patched = spawnSync('git', ['apply', '--whitespace=nowarn', join(base.dir, FIXTURE_PATCH)], {
+    cwd: dir,
+    encoding: 'utf8',
+    env: { ...process.env, GIT_CEILING_DIRECTORIES: RELEASES_DIR },
+  });
+  if (patched.status !== 0) throw new Error(`${FIXTURE_PATCH} does not apply: ${patched.stderr}`);
+  if (spawnSync('git', ['diff', '--no-index', '--quiet', base.dir + '/migrations', dir + '/migrations']).status === 0)
+    throw new Error(`${FIXTURE_PATCH} applied, but the fixture's migrations are the working tree's`);
   return { label: `${base.label} + fixture`, version: base.version, buildId: `${base.version}-fixture`, dir };
 }
