@@ -10,7 +10,7 @@ import { startHttpsReceiver, type ReceivedRequest } from '../test/helpers/https-
 import { startBenchEnvironment } from './bench/environment';
 import { percentile, table } from './bench/measure';
 import { startLockSampler, workflowTaskFailures } from './upgrade/checks';
-import { Balancer, errorLines, runTreeCommand, type ServiceProcess, startService, stopService } from './upgrade/fleet';
+import { Balancer, logFindings, runTreeCommand, type ServiceProcess, startService, stopService } from './upgrade/fleet';
 import { Load, type LoadMerchant, type LoadSeller } from './upgrade/load';
 import {
   checkoutRelease,
@@ -45,9 +45,10 @@ import {
  * task failures in every history; and the end state (every acknowledged session, refund, event,
  * delivery and Partner write exactly once, as expected). BENCH_STRICT=1 exits 1 unless there were
  * 0 HTTP 5xx, 0 connection errors, 0 failed journeys or writes, nothing lost or duplicated, 0
- * workflow task failures, every process stopped with exit 0 and no error in its log, every
- * migration applied with no lock wait past its lock timeout, and p99 during the migrations at most
- * 2× the baseline's.
+ * workflow task failures, every process stopped with exit 0 and no error line or failed activity
+ * attempt in its log, every migration applied with no lock wait past its lock timeout, and p99
+ * during the migrations (5 s at least) at most 2× the baseline's. For the fixture pair, also: both
+ * its migrations applied, and runs started on the old build took its new patch.
  *
  * Settings: UPGRADE_PAIR, BENCH_BASELINE_S (30), BENCH_SETTLE_S (seconds between steps, 5),
  * BENCH_AFTER_S (15), BENCH_RATE (journeys/s, 4), BENCH_PARTNER_RATE (bulk writes/s, 2),
@@ -511,13 +512,23 @@ function report(r: Report): void {
   log(table(lockRows));
 
   log('');
-  const stopRows = [['process', 'stop', 'exit', 'error lines in its log']];
+  const stopRows = [['process', 'stop', 'exit', 'error lines in its log', 'activity attempts failed']];
   for (const s of r.fleet) {
-    const errors = errorLines(s);
+    const { errors, failedActivities } = logFindings(s);
     const exit = s.stopped ? (s.stopped.exit.signal ?? String(s.stopped.exit.code)) : 'running';
-    stopRows.push([s.name, s.stopped ? ms(s.stopped.ms) : '-', exit, String(errors.length)]);
+    stopRows.push([
+      s.name,
+      s.stopped ? ms(s.stopped.ms) : '-',
+      exit,
+      String(errors.length),
+      String(failedActivities.length),
+    ]);
     if (s.stopped && s.stopped.exit.code !== 0) failures.push(`${s.name} exited ${exit}`);
     if (errors.length) failures.push(`${s.name}: ${errors.length} error lines, first: ${errors[0].slice(0, 300)}`);
+    if (failedActivities.length)
+      failures.push(
+        `${s.name}: ${failedActivities.length} activity attempts failed, first: ${failedActivities[0].slice(0, 600)}`,
+      );
   }
   log(table(stopRows));
 
@@ -568,7 +579,13 @@ function report(r: Report): void {
         .map((n) => n.toFixed(2))
         .join(' '),
   );
-  log(failures.length ? `\nFAILED: ${failures.join('; ')}` : '\nPASSED: every check held.');
+  const pair = `${r.from.label} → ${r.to.label}`;
+  log(
+    failures.length
+      ? `\nbench:upgrade: FAILED (${pair}): ${failures.join('; ')}`
+      : `\nbench:upgrade: passed (${pair}): 0 HTTP 5xx, 0 connection errors, nothing lost or duplicated, ` +
+          `0 workflow task failures, every stop exit 0`,
+  );
   if (STRICT && failures.length) process.exitCode = 1;
 }
 

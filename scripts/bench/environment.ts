@@ -27,8 +27,9 @@ export interface BenchEnvironment {
 async function postgres(
   dir: string,
   log: (line: string) => void,
-): Promise<{ adminUrl: string; stop(): Promise<void> }> {
-  if (process.env.DATABASE_URL) return { adminUrl: process.env.DATABASE_URL, stop: async () => undefined };
+): Promise<{ adminUrl: string; embedded: boolean; stop(): Promise<void> }> {
+  if (process.env.DATABASE_URL)
+    return { adminUrl: process.env.DATABASE_URL, embedded: false, stop: async () => undefined };
   log('DATABASE_URL is not set: starting an embedded Postgres');
   const pg = await startEmbeddedPg({
     dataDir: join(dir, 'pg'),
@@ -36,7 +37,7 @@ async function postgres(
     durable: false,
     timeoutMs: 120_000,
   });
-  return { adminUrl: pg.url('postgres'), stop: () => pg.stop() };
+  return { adminUrl: pg.url('postgres'), embedded: true, stop: () => pg.stop() };
 }
 
 /**
@@ -63,13 +64,14 @@ export async function startBenchEnvironment(
     steps.push(() => pg.stop());
     const database = `svc_bench_${Date.now()}`;
     const admin = new PgClient({ connectionString: pg.adminUrl });
-    // The embedded server's shutdown at exit may end this idle connection first: not an error here.
-    admin.on('error', (err) => log(`admin connection: ${err.message}`));
+    // The embedded server stops with the other children at close, ending this connection: not an error.
+    admin.on('error', (err) => void (pg.embedded || log(`admin connection: ${err.message}`)));
     await admin.connect();
     await admin.query(`CREATE DATABASE ${database}`);
     steps.push(async () => {
-      await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-      await admin.end();
+      // An embedded server goes whole, with its directory; a server of DATABASE_URL keeps running.
+      if (!pg.embedded) await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+      await admin.end().catch(() => undefined);
     });
     const url = new URL(pg.adminUrl);
     url.pathname = `/${database}`;

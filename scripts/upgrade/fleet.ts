@@ -102,15 +102,21 @@ export async function stopService(service: ServiceProcess, graceMs = 60_000): Pr
   service.stopped = { ms: Math.round(performance.now() - started), exit };
 }
 
-/** Lines of a process's log at level error (our JSON lines) or the SDK's ERROR lines, with a count of each kind. */
-export function errorLines(service: ServiceProcess): string[] {
-  let text = '';
+/**
+ * What a process's log says went wrong: lines at level error (ours, or the SDK's), and activity
+ * attempts that failed (the SDK's warning "Activity failed": retried, so no history shows them).
+ */
+export function logFindings(service: ServiceProcess): { errors: string[]; failedActivities: string[] } {
+  let lines: string[] = [];
   try {
-    text = readFileSync(service.logFile, 'utf8');
+    lines = readFileSync(service.logFile, 'utf8').split('\n');
   } catch {
-    return [];
+    return { errors: [], failedActivities: [] };
   }
-  return text.split('\n').filter((line) => /"level":"error"|\bERROR\b|\[ERROR\]/.test(line));
+  return {
+    errors: lines.filter((line) => /"level":"error"|\bERROR\b|\[ERROR\]/.test(line)),
+    failedActivities: lines.filter((line) => line.includes('"msg":"Activity failed"')),
+  };
 }
 
 /** Runs a command of `tree` (`src/main/migrate.ts`, `src/cli/main.ts`) to its end; returns its exit code and output. */
