@@ -9,7 +9,7 @@ import { verify } from '../src/webhooks/verify';
 import { startHttpsReceiver, type ReceivedRequest } from '../test/helpers/https-receiver';
 import { startBenchEnvironment } from './bench/environment';
 import { percentile, table } from './bench/measure';
-import { startLockSampler, workflowTaskFailures } from './upgrade/checks';
+import { type LockWait, startLockSampler, workflowTaskFailures } from './upgrade/checks';
 import { Balancer, logFindings, runTreeCommand, type ServiceProcess, startService, stopService } from './upgrade/fleet';
 import { Load, type LoadMerchant, type LoadSeller } from './upgrade/load';
 import {
@@ -293,6 +293,7 @@ async function main(): Promise<void> {
       drained,
       migrations,
       locks: locks.longest,
+      lockWaits: locks.byMigration,
       fleet: [...oldApis, ...oldWorkers, ...newWorkers, ...fleet.filter((s) => s.tree === to && s.role === 'api')],
       tasks,
       endState,
@@ -436,7 +437,8 @@ interface Report {
   load: Load;
   drained: boolean;
   migrations: Array<{ phase: string; name: string; ms: number; attempts: number }>;
-  locks: Map<string, { ms: number; waiter: string; blockers: string; query: string }>;
+  locks: Map<string, LockWait>;
+  lockWaits: Map<string, LockWait>;
   fleet: ServiceProcess[];
   tasks: Awaited<ReturnType<typeof workflowTaskFailures>>;
   endState: Check[];
@@ -496,9 +498,12 @@ function report(r: Report): void {
   log('');
   log(
     table([
-      ['migration', 'phase', 'time', 'attempts'],
-      ...r.migrations.map((m) => [m.name, m.phase, ms(m.ms), String(m.attempts)]),
-      ...(r.migrations.length ? [] : [['(none)', '', '', '']]),
+      ['migration', 'phase', 'time', 'attempts', 'longest lock wait (its own, or behind it)'],
+      ...r.migrations.map((m) => {
+        const w = r.lockWaits.get(m.name);
+        return [m.name, m.phase, ms(m.ms), String(m.attempts), w ? `${ms(w.ms)} (${w.waiter})` : '0 ms'];
+      }),
+      ...(r.migrations.length ? [] : [['(none)', '', '', '', '']]),
     ]),
   );
   log('');

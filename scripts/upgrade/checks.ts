@@ -11,15 +11,17 @@ export interface LockWait {
 }
 
 /**
- * Samples Postgres's lock queue every `everyMs` on a connection of its own: for each phase the
- * longest time any backend of the run's database has waited for a lock (`pg_locks.waitstart`), with
- * the application names of the waiter and of what blocks it (every process of the run names itself).
+ * Samples Postgres's lock queue every `everyMs` on a connection of its own: for each phase and for
+ * each migration the longest time any backend of the run's database has waited for a lock
+ * (`pg_locks.waitstart`), with the application names of the waiter and of what blocks it (every
+ * process of the run names itself; the migration runner names each connection after its migration).
  */
 export async function startLockSampler(databaseUrl: string, phaseOf: () => string, everyMs = 25) {
   const client = new PgClient({ connectionString: databaseUrl, application_name: 'bench-lock-sampler' });
   client.on('error', () => undefined);
   await client.connect();
   const longest = new Map<string, LockWait>();
+  const byMigration = new Map<string, LockWait>();
   let running = true;
   const loop = (async () => {
     while (running) {
@@ -32,17 +34,16 @@ export async function startLockSampler(databaseUrl: string, phaseOf: () => strin
                   left(regexp_replace(a.query, '\\s+', ' ', 'g'), 140) AS query
              FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
             WHERE NOT l.granted AND l.waitstart IS NOT NULL AND a.datname = current_database()
-            ORDER BY 1 DESC LIMIT 1`,
+            ORDER BY 1 DESC LIMIT 20`,
         );
-        const top = rows[0];
         const phase = phaseOf();
-        if (top && Number(top.ms) > (longest.get(phase)?.ms ?? 0))
-          longest.set(phase, {
-            ms: Number(top.ms),
-            waiter: top.waiter,
-            blockers: top.blockers ?? '',
-            query: top.query,
-          });
+        for (const row of rows) {
+          const wait = { ms: Number(row.ms), waiter: row.waiter, blockers: row.blockers ?? '', query: row.query };
+          if (wait.ms > (longest.get(phase)?.ms ?? 0)) longest.set(phase, wait);
+          // The runner names its connections `<app>:<migration>`: a wait of, or behind, a migration is its own.
+          for (const name of migrationsIn(`${wait.waiter},${wait.blockers}`))
+            if (wait.ms > (byMigration.get(name)?.ms ?? 0)) byMigration.set(name, wait);
+        }
       } catch {
         // A sample lost (the server busy or restarting) is not a finding.
       }
@@ -50,13 +51,21 @@ export async function startLockSampler(databaseUrl: string, phaseOf: () => strin
     }
   })();
   return {
+    /** Per phase. */
     longest,
+    /** Per migration: the longest wait of its connections, or of anything its connections blocked. */
+    byMigration,
     async stop() {
       running = false;
       await loop;
       await client.end();
     },
   };
+}
+
+/** The migrations named in a list of application names (`migrate-0.2.0:20261127120000_delivery_tenant_drop`). */
+function migrationsIn(applications: string): string[] {
+  return [...applications.matchAll(/migrate[^:,]*:([0-9]{14}_[a-z0-9_]+)/g)].map((m) => m[1]);
 }
 
 /** A workflow task that failed: the workflow, and why. */

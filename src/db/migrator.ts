@@ -298,7 +298,9 @@ async function applyOnce(
       min: 0,
       max: 2,
       afterCreate: (connection: PgConnection, done: (err: Error | null, connection: PgConnection) => void) => {
-        connection.query(settings.join('; '), (err) => {
+        // Named after the migration (pg_stat_activity, lock waits: bench:upgrade attributes them by it).
+        const application = `${process.env.PGAPPNAME ?? 'migrate'}:${name}`.slice(0, 63).replace(/'/g, '');
+        connection.query(`SET application_name = '${application}'; ${settings.join('; ')}`, (err) => {
           if (!err) for (const sql of settings) onStatement?.({ sql, by: 'runner' });
           done(err, connection);
         });

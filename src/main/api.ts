@@ -10,7 +10,8 @@ import { handoffsForgotten } from '../temporal/handoffs';
 import { connectTemporal, requireSearchAttributes } from '../temporal/client';
 import { startTracing } from '../telemetry/tracing';
 import { requireSecretKeyForLive } from '../webhooks/runtime';
-import { registerDbPoolMetrics, startMetricsServer, type MetricsServer } from '../telemetry/metrics';
+import { registerDbPoolMetrics, setBuildInfo, startMetricsServer, type MetricsServer } from '../telemetry/metrics';
+import { buildIdOf, releaseVersion } from '../temporal/deployment';
 import { serviceReady } from '../telemetry/readiness';
 import { closeAll, exitStopped, listenForStop, readyUntilStopped } from './stop';
 
@@ -32,6 +33,8 @@ async function main(): Promise<void> {
   let metrics: MetricsServer | undefined;
   if (settings.METRICS_PORT) {
     registerDbPoolMetrics(db);
+    // The release this API serves (an API has no Worker Deployment build: its build_id is the one its release's workers declare).
+    setBuildInfo({ version: releaseVersion, build_id: buildIdOf(settings) });
     metrics = await startMetricsServer({
       role: 'api',
       host: settings.METRICS_HOST,
