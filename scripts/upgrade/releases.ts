@@ -72,6 +72,7 @@ export function checkoutRelease(release: Release, log: (line: string) => void): 
     spawnSync('git', ['rev-parse', 'HEAD'], { cwd: dir, encoding: 'utf8' }).stdout?.trim() === release.commit;
   if (intact) return tree;
   log(`Checking out release ${release.version} (${release.commit.slice(0, 10)}) into ${dir}...`);
+  ensureCommit(release, log);
   run('git', ['worktree', 'prune'], repoRoot);
   if (existsSync(dir)) {
     spawnSync('git', ['worktree', 'remove', '--force', dir], { cwd: repoRoot });
@@ -82,6 +83,25 @@ export function checkoutRelease(release: Release, log: (line: string) => void): 
   log(`Installing release ${release.version}'s dependencies (npm ci)...`);
   run('npm', ['ci', '--no-audit', '--no-fund', '--loglevel=error'], dir);
   return tree;
+}
+
+/** Fetches `release`'s commit when this clone lacks it (a shallow clone), or says why it cannot be had. */
+function ensureCommit(release: Release, log: (line: string) => void): void {
+  const present = () =>
+    spawnSync('git', ['cat-file', '-e', `${release.commit}^{commit}`], { cwd: repoRoot }).status === 0;
+  if (present()) return;
+  log(`This clone lacks ${release.commit.slice(0, 10)} (a shallow clone?): fetching it from origin...`);
+  for (const args of [
+    ['fetch', '--no-tags', 'origin', release.commit],
+    ['fetch', '--no-tags', '--unshallow', 'origin'],
+  ]) {
+    spawnSync('git', args, { cwd: repoRoot, stdio: 'ignore' });
+    if (present()) return;
+  }
+  throw new Error(
+    `release ${release.version}'s commit ${release.commit} is not in this clone and origin did not give it: ` +
+      'clone with history (not --depth 1) to upgrade from it',
+  );
 }
 
 /** The working tree this script runs from, as the release it will become. */
