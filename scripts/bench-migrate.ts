@@ -6,7 +6,7 @@ import { migrate } from '../src/db/migrator';
 import { createMerchant } from '../src/ops/merchants';
 import { createSeller } from '../src/ops/sellers';
 import { preload } from './bench/preload';
-import { scratchDatabase } from './bench/environment';
+import { scratchDatabase } from './scratch-database';
 import { newestRelease, newMigrations } from './migration-lint';
 
 /**

@@ -11,7 +11,7 @@ import { createCheckoutKey } from '../src/ops/checkout-keys';
 import { createMerchant } from '../src/ops/merchants';
 import { benchHttpClient } from './bench/http-client';
 import { percentile, table } from './bench/measure';
-import { scratchDatabase } from './bench/environment';
+import { scratchDatabase } from './scratch-database';
 
 /**
  * `npm run bench:polls`: the two attempt polls the return page repeats while a payment settles,

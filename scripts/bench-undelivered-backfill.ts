@@ -1,7 +1,7 @@
 import { createDb, migrateUpTo, migrateUpToBefore } from '../src/db/knex';
 import { createMerchant } from '../src/ops/merchants';
 import { recordAttempts } from '../src/webhooks/record';
-import { scratchDatabase } from './bench/environment';
+import { scratchDatabase } from './scratch-database';
 
 /**
  * `npx tsx scripts/bench-undelivered-backfill.ts`: the backfill of `webhook_undelivered`

@@ -3,11 +3,10 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Knex } from 'knex';
-import { Client as PgClient } from 'pg';
 import { type MigrationList, type Phase } from '../migrations';
 import { createDb } from '../src/db/knex';
 import { migrate, type SentStatement } from '../src/db/migrator';
-import { randomString } from '../src/lib/ids';
+import { scratchDatabase } from './scratch-database';
 import { repoRoot } from './processes';
 
 /**
@@ -382,13 +381,8 @@ export async function checkMigrations(
   names: readonly string[],
   squawk: string,
 ): Promise<Finding[]> {
-  const database = `svc_migration_check_${Date.now()}_${randomString(6).toLowerCase()}`;
-  const admin = new PgClient({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${database}`);
-  const url = new URL(adminUrl);
-  url.pathname = `/${database}`;
-  const db = createDb(url.toString(), 2);
+  const scratch = await scratchDatabase('svc_migration_check', 'the migration check', { adminUrl, keep: false });
+  const db = createDb(scratch.url, 2);
   try {
     const findings: Finding[] = [];
     for (const name of list.map(([n]) => n).filter((n) => names.includes(n))) {
@@ -398,8 +392,7 @@ export async function checkMigrations(
     return findings;
   } finally {
     await db.destroy();
-    await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-    await admin.end();
+    await scratch.drop();
   }
 }
 

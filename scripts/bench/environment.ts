@@ -128,32 +128,3 @@ export async function connectStack(
   env.onClose(() => Promise.all([nativeConnection.close(), connection.close()]));
   return { appDb, workerDb, nativeConnection, temporal: new TemporalClient({ connection, namespace }) };
 }
-
-/** A database of a bench's own on DATABASE_URL's server: its name, its URL, and how to drop it. */
-export interface ScratchDatabase {
-  name: string;
-  url: string;
-  /** Drops it (kept when BENCH_KEEP=1) and closes the admin connection. */
-  drop(): Promise<void>;
-}
-
-/** Creates `<prefix>_<ms>` on DATABASE_URL's server (which `bench` names in its error when unset). */
-export async function scratchDatabase(prefix: string, bench: string): Promise<ScratchDatabase> {
-  const base = process.env.DATABASE_URL;
-  if (!base) throw new Error(`${bench} needs DATABASE_URL (a server to create its database on)`);
-  const name = `${prefix}_${Date.now()}`;
-  const admin = new PgClient({ connectionString: base });
-  admin.on('error', () => undefined); // a server shutting down ends it; drop() reports what matters
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  const url = new URL(base);
-  url.pathname = `/${name}`;
-  return {
-    name,
-    url: url.toString(),
-    async drop() {
-      if (process.env.BENCH_KEEP !== '1') await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await admin.end();
-    },
-  };
-}
