@@ -98,9 +98,13 @@ async function main(): Promise<void> {
   });
   const running = worker.run(); // resolves once shut down and its in-flight tasks finished
   stop.serving();
-  // A brand-new deployment gets this build current; any other waits for `ops release promote`. Not
-  // awaited: it may wait up to 30 s for the server to see this build, and a stop must not wait for it.
-  if (version) void promoteIfFresh(connection, releaseTargetOf(settings), version.buildId, worker.options.identity);
+  // A brand-new deployment gets this build current; any other waits for `ops release promote`. It
+  // may wait up to 30 s for the server to see this build: a stop signal does not wait for it.
+  if (version)
+    await Promise.race([
+      promoteIfFresh(connection, releaseTargetOf(settings), version.buildId, worker.options.identity),
+      stop.requested,
+    ]);
   log.info('worker running', { task_queue: settings.TEMPORAL_TASK_QUEUE, namespace: settings.TEMPORAL_NAMESPACE });
   // Under `npm start` (an IPC channel): say so, then let the channel go so it cannot keep us alive.
   process.send?.('ready', () => process.disconnect?.());
