@@ -16,9 +16,9 @@ export interface LoadSeller {
   skus: string[];
 }
 
-/** One request as the load saw it: the deploy phase it was sent in, its route, and what came back. */
+/** One request as the load saw it: when it was sent (wall clock), its route, and what came back. */
 export interface RequestRecord {
-  phase: string;
+  at: number;
   route: string;
   status: number | null;
   connectionError?: string;
@@ -76,9 +76,10 @@ class Unexpected extends Error {}
  * 30-second path, poll until paid), partial refunds of some paid sessions, polled until settled,
  * and each seller's Partner bulk writes (stock and price of its SKUs, new products), one at a time
  * per seller so the last acknowledged write is the state to expect. Every request is recorded
- * with the phase it was sent in.
+ * with the time it was sent (the bench puts it in its phase).
  */
 export class Load {
+  /** The deploy step under way, for the lock sampler. */
   phase = 'baseline';
   readonly records: RequestRecord[] = [];
   readonly journeys: Journey[] = [];
@@ -101,10 +102,10 @@ export class Load {
 
   /** Sends one request and records it; throws `Unexpected` unless the status is `expected`. */
   private async call(route: string, method: string, path: string, headers: Record<string, string>, body?: unknown) {
-    const phase = this.phase;
+    const at = Date.now();
     const outcome: Outcome = await this.balancer.request(method, path, headers, body);
     this.records.push({
-      phase,
+      at,
       route,
       status: outcome.status,
       connectionError: outcome.connectionError,

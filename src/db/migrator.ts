@@ -37,6 +37,8 @@ const LOCK_TIMEOUT = '55P03';
 export interface AppliedMigration {
   name: string;
   phase: Phase;
+  /** When its first try started (ISO 8601). */
+  started_at: string;
   /** From the first try's start to the commit, waits between tries included. */
   duration_ms: number;
   attempts: number;
@@ -215,6 +217,7 @@ async function applyWithRetries(
   options: MigrateOptions,
 ): Promise<Outcome> {
   const retry = options.retry ?? LOCK_RETRY;
+  const startedAt = new Date().toISOString();
   const started = performance.now();
   let timeouts: { lockMs: number; statementMs: number };
   try {
@@ -228,6 +231,7 @@ async function applyWithRetries(
       const applied = {
         name,
         phase: migration.phase,
+        started_at: startedAt,
         duration_ms: Math.round(performance.now() - started),
         attempts: attempt,
       };

@@ -42,8 +42,20 @@ describe('phases', () => {
   it('expand applies the expand migrations in order and leaves the contract ones pending', async () => {
     const applied = await migrate(db, { phase: 'expand', list });
     expect(applied).toEqual([
-      { name: '20990101000001_add_table', phase: 'expand', duration_ms: expect.any(Number), attempts: 1 },
-      { name: '20990101000003_add_column', phase: 'expand', duration_ms: expect.any(Number), attempts: 1 },
+      {
+        name: '20990101000001_add_table',
+        phase: 'expand',
+        started_at: expect.any(String),
+        duration_ms: expect.any(Number),
+        attempts: 1,
+      },
+      {
+        name: '20990101000003_add_column',
+        phase: 'expand',
+        started_at: expect.any(String),
+        duration_ms: expect.any(Number),
+        attempts: 1,
+      },
     ]);
     expect(await pending(list)).toEqual(['20990101000002_drop_old']);
     // knex's own list accepts a migration applied past a pending one (it checks that applied ones exist).
@@ -199,6 +211,7 @@ describe('lock timeouts', () => {
     expect(applied).toEqual({
       name: '20990101000001_alter',
       phase: 'expand',
+      started_at: expect.any(String),
       duration_ms: expect.any(Number),
       attempts: expect.any(Number),
     });
@@ -288,7 +301,15 @@ describe('npm run migrate', () => {
       0,
       {
         phase: 'contract',
-        applied: [{ name: drop, phase: 'contract', duration_ms: expect.any(Number), attempts: 1 }],
+        applied: [
+          {
+            name: drop,
+            phase: 'contract',
+            started_at: expect.any(String),
+            duration_ms: expect.any(Number),
+            attempts: 1,
+          },
+        ],
         pending: [],
       },
     ]);
