@@ -502,9 +502,12 @@ function report(r: Report): void {
       failures.push(`p99 during ${phase} ${ms(p99)} > ${MIGRATION_P99_FACTOR}× the baseline's ${ms(baselineP99)}`);
   }
   const all = r.load.records;
-  const fivexx = all.filter((x) => (x.status ?? 0) >= 500).length;
+  const fivexx = all.filter((x) => (x.status ?? 0) >= 500);
   const connection = all.filter((x) => x.status === null);
-  if (fivexx) failures.push(`${fivexx} HTTP 5xx`);
+  if (fivexx.length)
+    failures.push(
+      `${fivexx.length} HTTP 5xx (${[...new Set(fivexx.map((x) => `${x.route} ${x.status}`))].join(', ')})`,
+    );
   if (connection.length)
     failures.push(
       `${connection.length} connection errors (${[...new Set(connection.map((c) => c.connectionError))].join(', ')})`,

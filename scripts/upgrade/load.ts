@@ -83,7 +83,7 @@ export class Load {
   phase = 'baseline';
   readonly records: RequestRecord[] = [];
   readonly journeys: Journey[] = [];
-  readonly refunds = new Map<string, { merchant: number; sessionId: string; state: 'requested' | 'succeeded' }>();
+  readonly refunds = new Map<string, { merchant: number; sessionId: string }>();
   /** Per SKU, the on_hand and price of the last acknowledged write. */
   readonly stock = new Map<string, { seller: number; onHand: number; price: number }>();
   /** Products created by acknowledged bulk rows: SKU → product id. */
@@ -100,10 +100,13 @@ export class Load {
     private readonly rates: LoadRates,
   ) {}
 
-  /** Sends one request and records it; throws `Unexpected` unless the status is `expected`. */
-  private async call(route: string, method: string, path: string, headers: Record<string, string>, body?: unknown) {
+  /**
+   * Sends one request (`route` names its method and path pattern: `POST /v1/refunds`) and records it;
+   * returns its JSON body, or throws `Unexpected` unless the status is `expected`.
+   */
+  private async expect(expected: number, route: string, path: string, headers: Record<string, string>, body?: unknown) {
     const at = Date.now();
-    const outcome: Outcome = await this.balancer.request(method, path, headers, body);
+    const outcome: Outcome = await this.balancer.request(route.split(' ')[0], path, headers, body);
     this.records.push({
       at,
       route,
@@ -112,21 +115,9 @@ export class Load {
       ms: outcome.ms,
       resent: outcome.resent,
     });
-    return outcome;
-  }
-
-  private async expect(
-    expected: number,
-    route: string,
-    method: string,
-    path: string,
-    headers: Record<string, string>,
-    body?: unknown,
-  ) {
-    const outcome = await this.call(route, method, path, headers, body);
     if (outcome.status !== expected) {
       const what = outcome.connectionError ?? `${outcome.status} ${outcome.text.slice(0, 200)}`;
-      throw new Unexpected(`${method} ${route} on ${outcome.backend ?? '-'}: ${what}`);
+      throw new Unexpected(`${route} on ${outcome.backend ?? '-'}: ${what}`);
     }
     return JSON.parse(outcome.text);
   }
@@ -143,7 +134,6 @@ export class Load {
     const session = await this.expect(
       201,
       'POST /v1/checkout/sessions',
-      'POST',
       '/v1/checkout/sessions',
       { ...secret, 'idempotency-key': `upgrade_${randomString(24)}` },
       sessionBody(`upgrade-${n}-${randomString(8)}`, slow),
@@ -152,11 +142,10 @@ export class Load {
     this.journeys.push(journey);
     try {
       const code = new URL(session.url).pathname.split('/').pop()!;
-      await this.expect(200, 'GET /v1/public/sessions/:code', 'GET', `/v1/public/sessions/${code}`, browser);
+      await this.expect(200, 'GET /v1/public/sessions/:code', `/v1/public/sessions/${code}`, browser);
       const attempt = await this.expect(
         201,
         'POST /v1/public/sessions/:code/attempts',
-        'POST',
         `/v1/public/sessions/${code}/attempts`,
         browser,
         { method: 'test' },
@@ -165,7 +154,6 @@ export class Load {
         await this.expect(
           200,
           'POST /v1/public/test-gateway/:id/decide',
-          'POST',
           `/v1/public/test-gateway/${attempt.attempt_id}/decide`,
           browser,
           { decision: 'succeeded' },
@@ -174,7 +162,6 @@ export class Load {
         const state = await this.expect(
           200,
           'GET /v1/public/attempts/:id',
-          'GET',
           `/v1/public/attempts/${attempt.attempt_id}`,
           browser,
         );
@@ -185,7 +172,7 @@ export class Load {
       journey.state = 'paid';
       if (Math.random() < this.rates.refundShare) await this.refund(journey, secret);
     } catch (err) {
-      journey.state = journey.state === 'paid' ? 'paid' : 'failed';
+      if (journey.state !== 'paid') journey.state = 'failed';
       throw err;
     }
   }
@@ -195,20 +182,15 @@ export class Load {
     const refund = await this.expect(
       201,
       'POST /v1/refunds',
-      'POST',
       '/v1/refunds',
       { ...secret, 'idempotency-key': `upgrade_${randomString(24)}` },
       { session_id: journey.sessionId, amount: REFUND_AMOUNT, reason: 'upgrade bench' },
     );
     journey.refunds.push(refund.id);
-    const entry = { merchant: journey.merchant, sessionId: journey.sessionId, state: 'requested' as const };
-    this.refunds.set(refund.id, entry);
+    this.refunds.set(refund.id, { merchant: journey.merchant, sessionId: journey.sessionId });
     for (;;) {
-      const now = await this.expect(200, 'GET /v1/refunds/:id', 'GET', `/v1/refunds/${refund.id}`, secret);
-      if (now.status === 'succeeded') {
-        this.refunds.set(refund.id, { ...entry, state: 'succeeded' });
-        return;
-      }
+      const now = await this.expect(200, 'GET /v1/refunds/:id', `/v1/refunds/${refund.id}`, secret);
+      if (now.status === 'succeeded') return;
       if (now.status !== 'requested') throw new Unexpected(`refund ${refund.id} ended ${now.status}`);
       await sleep(250);
     }
@@ -224,7 +206,6 @@ export class Load {
         const body = await this.expect(
           200,
           'PATCH /partner/v1/inventory/bulk',
-          'PATCH',
           '/partner/v1/inventory/bulk',
           { ...headers, 'idempotency-key': `upgrade_${randomString(24)}` },
           { items },
@@ -243,7 +224,6 @@ export class Load {
           const made = await this.expect(
             200,
             'POST /partner/v1/products/bulk',
-            'POST',
             '/partner/v1/products/bulk',
             { ...headers, 'idempotency-key': `upgrade_${randomString(24)}` },
             { items: rows },
