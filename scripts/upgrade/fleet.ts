@@ -196,7 +196,9 @@ export class Balancer {
   add(service: ServiceProcess): void {
     this.backends.push({
       service,
-      agent: new http.Agent({ keepAlive: true, maxSockets: 64 }),
+      // Idle connections close after 4 s, before the API's keep-alive timeout (Node's 5 s) closes
+      // them from its side, as a balancer in front of Node is configured.
+      agent: new http.Agent({ keepAlive: true, maxSockets: 64, timeout: 4_000 }),
       healthy: true,
       removed: false,
     });
@@ -235,7 +237,8 @@ export class Balancer {
       new Promise((resolve) => {
         const req = http.request(
           `${backend.service.baseUrl}${path}`,
-          { method, headers: allHeaders, agent: backend.agent, timeout: timeoutMs },
+          // A resend goes on a new connection: another idle one of the pool may be closing too.
+          { method, headers: allHeaders, agent: resent ? false : backend.agent, timeout: timeoutMs },
           (res) => {
             const chunks: Buffer[] = [];
             res.on('data', (chunk: Buffer) => chunks.push(chunk));
