@@ -47,9 +47,14 @@ export function createApp(deps: AppDeps): Koa {
   app.use(checkout);
   app.use(hostedStack(deps, checkout));
   app.use(docsPage);
+  // Any other path: a 404 with a small JSON body. Koa turns a body set on its default 404 into a
+  // 200, so the status is set again after the body.
   app.use(async (ctx, next) => {
     await next();
-    if (ctx.body === undefined && ctx.status === 404) ctx.body = { message: 'Not Found', type: 'not_found' };
+    if (ctx.body === undefined && ctx.status === 404) {
+      ctx.body = { message: 'Not Found', type: 'not_found' };
+      ctx.status = 404;
+    }
   });
   return app;
 }

@@ -52,3 +52,22 @@ describe('unknown routes and methods', () => {
     expect(res.headers.get('x-request-id')).toBe(res.body.error.request_id);
   });
 });
+
+describe('paths outside both APIs, the hosted page and /docs', () => {
+  it.each([
+    ['GET', '/'],
+    ['GET', '/metrics'],
+    ['GET', '/docs/nope.js'],
+    ['POST', '/docs'],
+    ['GET', '/partner-v1/health'],
+    ['HEAD', '/favicon.ico'],
+  ])('%s %s answers 404 Not Found with its JSON body', async (method, path) => {
+    const res = await fetch(stack.baseUrl + path, { method });
+    expect(res.status).toBe(404);
+    expect(res.statusText).toBe('Not Found');
+    const text = await res.text();
+    if (method === 'HEAD') expect(text).toBe('');
+    else expect(JSON.parse(text)).toEqual({ message: 'Not Found', type: 'not_found' });
+    expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+  });
+});
