@@ -1,5 +1,7 @@
 // ESLint flat config: typescript-eslint with type information; workflows stay deterministic.
 const tseslint = require('typescript-eslint');
+const importX = require('eslint-plugin-import-x');
+const { createTypeScriptImportResolver } = require('eslint-import-resolver-typescript');
 
 module.exports = tseslint.config(
   {
@@ -27,6 +29,19 @@ module.exports = tseslint.config(
       '@typescript-eslint/no-explicit-any': 'off',
       '@typescript-eslint/no-require-imports': 'off',
     },
+  },
+  // No module imports, at run time, one that imports it back (directly or around a longer circle).
+  // Type-only imports are not followed (a workflow and its starter name each other's types).
+  {
+    files: ['src/**/*.ts', 'workflows/**/*.ts', 'activities/**/*.ts', 'scripts/**/*.ts'],
+    plugins: { 'import-x': importX },
+    settings: {
+      // The plugin reads each imported module itself: with typescript-eslint's parser, as TypeScript.
+      'import-x/parsers': { '@typescript-eslint/parser': ['.ts'] },
+      'import-x/extensions': ['.ts', '.js'],
+      'import-x/resolver-next': [createTypeScriptImportResolver()],
+    },
+    rules: { 'import-x/no-cycle': 'error' },
   },
   {
     files: ['workflows/**/*.ts'],

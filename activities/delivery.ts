@@ -2,13 +2,10 @@ import { eventOut, EventRow, eventsByIds, withClaimedEvents } from '../src/check
 import type { Db } from '../src/db/knex';
 import type { Clock } from '../src/lib/clock';
 import { log } from '../src/lib/log';
+import { type AttemptKey, attemptKey, type AttemptResult, droppedResult } from '../src/webhooks/attempt';
 import {
-  AttemptKey,
-  attemptKey,
   AttemptMade,
-  AttemptResult,
   disableIfStillFailing,
-  droppedResult,
   notifyIfFailing,
   recordAttempts,
   recordCancelled,

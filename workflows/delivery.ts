@@ -10,7 +10,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { DeliveryActivities } from '../activities/delivery';
-import type { AttemptResult } from '../src/webhooks/record';
+import type { AttemptResult } from '../src/webhooks/attempt';
 import {
   deliverSignal,
   DeliveryWorkflowInput,

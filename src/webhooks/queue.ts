@@ -2,7 +2,7 @@
 import type { Db } from '../db/knex';
 import { preparedQuery, unpreparedQuery } from '../db/prepared';
 import { eventIdRanges } from '../lib/id-time';
-import type { AttemptKey, AttemptResult } from './record';
+import type { AttemptKey, AttemptResult } from './attempt';
 
 /**
  * The webhook delivery queue in Postgres (`webhook_queue`): one row per pending (event, endpoint,

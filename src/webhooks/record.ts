@@ -7,31 +7,10 @@ import { endpointColumns, type EndpointRow } from './endpoint-row';
 import { preparedQuery } from '../db/prepared';
 import { DISABLE_AFTER_FAILING_MS, NOTIFY_AFTER_FAILING_MS, nextRetryAtMs } from './schedule';
 import { queueState } from './queue';
+import { type AttemptKey, attemptKey, type AttemptOutcome, type AttemptResult } from './attempt';
 import { currentTraceparent } from '../telemetry/propagation';
 import { afterCommit } from '../telemetry/metrics';
 import { countWebhookAttempts, webhookEndpointsDisabled, webhookEndpointsFailingNotified } from '../telemetry/webhooks';
-
-/** One attempt of one delivery to the endpoint at hand: the rest of its delivery row's unique key. */
-export interface AttemptKey {
-  eventId: string;
-  generation: number;
-  attemptNo: number;
-}
-
-/**
- * What became of an attempt: `delivered`; `failed` (retry at nextRetryAtMs unless null); `disabled`
- * or `deleted` (the endpoint; nothing was sent); `dropped` (the event itself is gone).
- */
-export type AttemptOutcome = 'delivered' | 'failed' | 'disabled' | 'deleted' | 'dropped';
-
-export interface AttemptResult {
-  outcome: AttemptOutcome;
-  statusCode: number | null;
-  error: string | null;
-  nextRetryAtMs: number | null;
-  /** The endpoint's failure clock after this attempt (null while healthy, disabled or gone). */
-  failingSinceMs: number | null;
-}
 
 /** An attempt made (or refused before sending), to record. */
 export interface AttemptMade extends AttemptKey {
@@ -45,15 +24,6 @@ export interface AttemptMade extends AttemptKey {
   /** The start of the endpoint's answer (`responseExcerpt`); absent when it answered nothing. */
   responseBody?: string | null;
 }
-
-export const attemptKey = (k: AttemptKey) => `${k.eventId}#${k.generation}#${k.attemptNo}`;
-export const droppedResult: AttemptResult = {
-  outcome: 'dropped',
-  statusCode: null,
-  error: null,
-  nextRetryAtMs: null,
-  failingSinceMs: null,
-};
 
 const rowKey = (r: DeliveryRow) =>
   attemptKey({ eventId: r.event_id, generation: r.generation, attemptNo: r.attempt_no });
