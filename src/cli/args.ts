@@ -1,3 +1,4 @@
+import { parseArgs } from 'node:util';
 import { OpsError } from '../ops/errors';
 
 /** How a flag takes its value: `--f v` / `--f=v` (once), present-or-absent, or repeatable. */
@@ -118,25 +119,30 @@ export function splitCommand(argv: readonly string[]): { words: string[]; rest: 
   return { words: tokens.slice(0, cut), rest: tokens.slice(cut), json: tokens.length !== argv.length };
 }
 
-/** Parses `--flag value`, `--flag=value`, boolean `--flag` and repeated flags, accepting only those in `spec`. */
+/**
+ * Parses `--flag value`, `--flag=value`, boolean `--flag` and repeated flags, accepting only those in
+ * `spec`. node:util's parseArgs reads the tokens; it runs loose so that a value may start with one
+ * dash (`--delta -3`, which strict mode calls ambiguous), and the checks below are what strict mode
+ * would refuse, with the CLI's error codes.
+ */
 export function parseFlags(tokens: readonly string[], spec: FlagSpec): Flags {
+  const options = Object.fromEntries(
+    Object.entries(spec).map(([name, kind]) => [name, { type: kind === 'boolean' ? 'boolean' : 'string' } as const]),
+  );
+  const parsed = parseArgs({ args: [...tokens], options, strict: false, allowPositionals: true, tokens: true });
   const values = new Map<string, string | true | string[]>();
-  for (let i = 0; i < tokens.length; i++) {
-    const token = tokens[i];
-    if (!token.startsWith('--')) throw new OpsError('invalid_flag', `unexpected argument "${token}"`);
-    const eq = token.indexOf('=');
-    const name = token.slice(2, eq === -1 ? undefined : eq);
+  for (const token of parsed.tokens) {
+    if (token.kind !== 'option') throw new OpsError('invalid_flag', `unexpected argument "${tokens[token.index]}"`);
+    const { name, value, inlineValue } = token;
     const kind = spec[name];
-    if (!kind) throw new OpsError('unknown_flag', `unknown flag --${name}`);
+    if (!kind || token.rawName !== `--${name}`) throw new OpsError('unknown_flag', `unknown flag ${token.rawName}`);
     if (kind === 'boolean') {
-      if (eq !== -1) throw invalid(name, 'takes no value');
+      if (value !== undefined) throw invalid(name, 'takes no value');
       values.set(name, true);
       continue;
     }
-    let value: string;
-    if (eq !== -1) value = token.slice(eq + 1);
-    else if (i + 1 < tokens.length && !tokens[i + 1].startsWith('--')) value = tokens[++i];
-    else throw invalid(name, 'needs a value');
+    // Loose parsing takes the next token whatever it is; a flag there means this one has no value.
+    if (value === undefined || (!inlineValue && value.startsWith('--'))) throw invalid(name, 'needs a value');
     if (kind === 'repeated') {
       values.set(name, [...((values.get(name) as string[] | undefined) ?? []), value]);
     } else {

@@ -46,6 +46,13 @@ describe('parseFlags', () => {
     expect(codeOf(() => parseFlags(['--name', 'a', '--name', 'b'], spec))).toBe('invalid_flag');
     expect(codeOf(() => parseFlags(['--name', 'a', 'b'], spec))).toBe('invalid_flag');
     expect(codeOf(() => parseFlags(['--test-merchant=yes'], spec))).toBe('invalid_flag');
+    expect(codeOf(() => parseFlags(['--name'], spec))).toBe('invalid_flag');
+    expect(codeOf(() => parseFlags(['-n', 'a'], spec))).toBe('unknown_flag');
+    expect(codeOf(() => parseFlags(['--name', 'a', '--', 'b'], spec))).toBe('invalid_flag');
+  });
+
+  it('takes a value that starts with two dashes only after =', () => {
+    expect(parseFlags(['--name=--x'], spec).required('name')).toBe('--x');
   });
 
   it('reports a missing required flag as missing_flag and a non-integer as invalid_flag', () => {
