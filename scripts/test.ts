@@ -26,8 +26,9 @@ interface Check {
 }
 
 /**
- * The checks, in order: the lockfile, types, lint, formatting, the replay of committed workflow
- * histories, the lint of the migrations since the last release, then the jest suites.
+ * The checks, in order: the lockfile, types, lint, formatting, the relative links of the Markdown
+ * documents, the replay of committed workflow histories, the lint of the migrations since the last
+ * release, then the jest suites.
  */
 function checks(jestArgs: string[]): Check[] {
   const jestResults = join(repoRoot, '.data', `jest-results-${process.pid}.json`);
@@ -36,6 +37,7 @@ function checks(jestArgs: string[]): Check[] {
     { name: 'typecheck', bin: 'tsc', args: ['--noEmit', '-p', '.'] },
     { name: 'lint', bin: 'eslint', args: ['--max-warnings', '0', '.'] },
     { name: 'format', bin: 'prettier', args: ['--check', '--log-level', 'warn', '.'] },
+    { name: 'links', bin: 'tsx', args: [join('scripts', 'check-links.ts')] },
     { name: 'replay', bin: 'tsx', args: [join('scripts', 'replay.ts')] },
     { name: 'migrations', bin: 'tsx', args: [join('scripts', 'check-migrations.ts')] },
     {

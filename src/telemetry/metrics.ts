@@ -7,7 +7,7 @@ import { log } from '../lib/log';
 /**
  * The process's metrics registry. Every metric of ours is defined in one module per area under
  * src/telemetry/ (http, checkout, partner, webhooks, durable hops, the Postgres pool) and
- * registered here; names and labels are the contract in README "Observability".
+ * registered here; names and labels are the contract in docs/observability.md.
  */
 export const registry = new Registry();
 
