@@ -7,10 +7,14 @@ export interface ChannelListener {
   stop(): Promise<void>;
 }
 
+/** How long a (re)connect and its LISTEN may take before the attempt counts as failed. */
+const CONNECT_TIMEOUT_MS = 5000;
+
 /**
  * LISTENs on `channel` over a dedicated connection (outside any pool) and calls `onNotify` for
  * each notification with its payload, and once without one after every (re)connect for whatever committed while nobody
- * listened. A lost connection is re-opened every second until `stop()`.
+ * listened. A lost connection is re-opened after `retryDelaysMs` (one by one, the last repeating;
+ * default every second) until `stop()`; a connect and its LISTEN each have a deadline.
  */
 export function listenOn(opts: {
   connection: string | ClientConfig;
@@ -19,22 +23,33 @@ export function listenOn(opts: {
   onNotify: (payload?: string) => void;
   /** Who listens, for the logs. */
   name: string;
+  /** Delays before each reconnect in a row, the last one repeating; a connect that LISTENs starts it over. */
+  retryDelaysMs?: readonly number[];
 }): ChannelListener {
+  const delays = opts.retryDelaysMs ?? [1000];
   let stopped = false;
   let client: PgClient | null = null;
   let reconnect: NodeJS.Timeout | null = null;
+  let failures = 0;
 
   const scheduleReconnect = () => {
     if (stopped || reconnect) return;
+    const delay = delays[Math.min(failures, delays.length - 1)];
+    failures += 1;
     reconnect = setTimeout(() => {
       reconnect = null;
       connect().catch(() => scheduleReconnect());
-    }, 1000);
+    }, delay);
   };
 
   async function connect(): Promise<void> {
     const config = typeof opts.connection === 'string' ? { connectionString: opts.connection } : opts.connection;
-    const next = new PgClient(config);
+    const next = new PgClient({
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+      query_timeout: CONNECT_TIMEOUT_MS,
+      keepAlive: true,
+      ...config,
+    });
     next.on('notification', (message) => opts.onNotify(message.payload ?? ''));
     next.on('error', (err) => {
       log.warn(`${opts.name} lost its LISTEN connection; reconnecting`, { error: err.message });
@@ -44,8 +59,14 @@ export function listenOn(opts: {
     });
     await next.connect();
     if (stopped) return void (await next.end());
-    await next.query(`LISTEN ${opts.channel}`);
+    try {
+      await next.query(`LISTEN ${opts.channel}`);
+    } catch (err) {
+      void next.end().catch(() => undefined);
+      throw err;
+    }
     client = next;
+    failures = 0;
     opts.onNotify();
   }
 
