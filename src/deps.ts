@@ -3,6 +3,7 @@
  * each route family's dependencies derive from it. Route modules import this, never `src/app.ts`.
  */
 import type { Client } from '@temporalio/client';
+import type { AttemptStreamHub } from './checkout/attempts/attempt-stream-hub';
 import type { Settings } from './config';
 import type { Db } from './db/knex';
 import type { PartnerChainDeps } from './http/partner-chain';
@@ -16,6 +17,11 @@ export interface AppDeps {
   clock: Clock;
   /** Temporal client; handlers start and signal workflows through it. */
   temporal: Client;
+  /**
+   * The process's attempt streams and their one LISTEN connection (the API closes them when it
+   * stops); the public routes make their own when absent.
+   */
+  attemptStreams?: AttemptStreamHub;
   /** Webhook secrets cipher, resolver and allow-list; built from `settings` when absent. */
   webhooks?: WebhookRuntime;
   /**

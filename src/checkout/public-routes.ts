@@ -7,6 +7,8 @@ import { publishableKeyAuth } from '../http/checkout-auth';
 import { rateLimit } from '../http/rate-limit';
 import { input, validate } from '../http/validate';
 import { attemptCreatedOut } from './attempts/attempt-row';
+import { streamAttempt } from './attempts/attempt-stream';
+import { AttemptStreamHub } from './attempts/attempt-stream-hub';
 import { createAttempt } from './attempts/create-attempt';
 import { lookupAttempt, pollAttempt } from './attempts/polls';
 import { decideTestAttempt, readTestGatewayAttempt } from './attempts/test-gateway';
@@ -55,6 +57,10 @@ export function publicRoutes(router: Router, deps: AppDeps, adapters: PublicAdap
     testPhone: settings.TEST_PHONE,
     beforeHandoff: deps.beforeHandoff,
   };
+  // The process's one LISTEN connection for attempt streams (the app's own, made at the first stream, when the caller gave none).
+  let own: AttemptStreamHub | undefined;
+  const streams = () =>
+    deps.attemptStreams ?? (own ??= new AttemptStreamHub({ db, connection: db.client.config.connection }));
   const perIp = rateLimit(db, clock, 'public-ip', publicLimits.perIp, (ctx) => `public-ip:${ctx.ip}`);
   const pub = [noStore, perIp, publishableKeyAuth(db)];
   const token = (ctx: { get(name: string): string }) => ctx.get(CUSTOMER_TOKEN_HEADER) || undefined;
@@ -110,9 +116,17 @@ export function publicRoutes(router: Router, deps: AppDeps, adapters: PublicAdap
     ctx.body = await pollAttempt(svc, ctx.state.checkout, ctx.params.code, ctx.params.attemptId);
   });
 
+  router.get('/public/sessions/:code/attempts/:attemptId/stream', ...pub, (ctx) =>
+    streamAttempt(ctx, streams(), () => pollAttempt(svc, ctx.state.checkout, ctx.params.code, ctx.params.attemptId)),
+  );
+
   router.get('/public/attempts/:attemptId', ...pub, async (ctx) => {
     ctx.body = await lookupAttempt(svc, ctx.state.checkout, ctx.params.attemptId);
   });
+
+  router.get('/public/attempts/:attemptId/stream', ...pub, (ctx) =>
+    streamAttempt(ctx, streams(), () => lookupAttempt(svc, ctx.state.checkout, ctx.params.attemptId)),
+  );
 
   router.get('/public/test-gateway/:attemptId', ...pub, async (ctx) => {
     ctx.body = await readTestGatewayAttempt(svc, ctx.state.checkout, ctx.params.attemptId);

@@ -2,6 +2,7 @@ import '../telemetry/instrument'; // first: it patches pg before anything loads 
 import { createServer } from 'node:http';
 import { loadSettings, requireDatabaseUrl } from '../config';
 import { createApp } from '../app';
+import { AttemptStreamHub } from '../checkout/attempts/attempt-stream-hub';
 import { createDb } from '../db/knex';
 import { drainable } from '../http/server-drain';
 import { systemClock } from '../lib/clock';
@@ -17,7 +18,7 @@ import { closeAll, exitStopped, listenForStop, readyUntilStopped } from './stop'
 
 /**
  * `npm run api`: the HTTP API, stateless; run as many copies as needed. On SIGTERM or SIGINT it
- * stops gracefully: `/readyz` fails at once, it serves on for SHUTDOWN_DRAIN_MS (every answer
+ * stops gracefully: `/readyz` fails at once, its attempt event streams end (the pages reconnect), it serves on for SHUTDOWN_DRAIN_MS (every answer
  * closing its connection) while load balancers take it out, stops accepting, lets the requests in
  * flight finish within SHUTDOWN_TIMEOUT_MS (closing what is left), finishes its handoff deletions,
  * closes everything and exits 0.
@@ -48,7 +49,8 @@ async function main(): Promise<void> {
   const temporal = await connectTemporal(settings);
   await requireSearchAttributes(temporal.connection, settings);
   started.temporal = temporal;
-  const server = createServer(createApp({ db, settings, clock: systemClock, temporal }).callback());
+  const attemptStreams = new AttemptStreamHub({ db, connection: requireDatabaseUrl(settings) });
+  const server = createServer(createApp({ db, settings, clock: systemClock, temporal, attemptStreams }).callback());
   const http = drainable(server);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -62,6 +64,8 @@ async function main(): Promise<void> {
 
   await stop.requested;
   http.closeConnectionsAfterAnswers();
+  // An event stream would hold the drain for its whole life: each ends now with `reconnect`, and its page reconnects elsewhere.
+  attemptStreams.drainStreams();
   log.info('api draining: /readyz fails, requests are still answered', {
     stage: 'draining',
     drain_ms: settings.SHUTDOWN_DRAIN_MS,
@@ -81,6 +85,7 @@ async function main(): Promise<void> {
     // Delivered handoffs still being deleted: let that finish before the pool goes (the relay would only repeat them).
     ['postgres', () => handoffsForgotten(db).finally(() => db.destroy())],
     ['temporal', () => temporal.connection.close()],
+    ['attempt streams listener', () => attemptStreams.close()],
     ['metrics server', metrics?.close],
     ['tracing', () => tracing.shutdown()],
   ]);

@@ -24,7 +24,14 @@ export interface OperationSpec {
   params?: { path?: z.ZodObject; query?: z.ZodObject };
   idempotent?: boolean;
   body?: { schema: z.ZodType; example: unknown; required?: boolean };
-  ok: { status: number; description: string; schema?: z.ZodType; example?: unknown };
+  ok: {
+    status: number;
+    description: string;
+    schema?: z.ZodType;
+    example?: unknown;
+    /** The success body's media type (default `application/json`), e.g. `text/event-stream` for a stream. */
+    mediaType?: string;
+  };
   /** OpenAPI links from the success response to the operations that take what it returns. */
   links?: Record<string, { operationId: string; parameters: Record<string, string> }>;
   /** A second success status with the same body (`200` when create returns an existing session). */
@@ -119,7 +126,10 @@ function operation(style: ApiStyle, op: OperationSpec): ZodOpenApiOperationObjec
     ...(op.ok.schema
       ? {
           content: {
-            'application/json': { schema: op.ok.schema, ...(op.ok.example ? { example: op.ok.example } : {}) },
+            [op.ok.mediaType ?? 'application/json']: {
+              schema: op.ok.schema,
+              ...(op.ok.example ? { example: op.ok.example } : {}),
+            },
           },
         }
       : {}),

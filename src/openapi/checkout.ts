@@ -15,6 +15,7 @@ import {
   sessionIn,
   sessionListQuery,
 } from '../checkout/schemas';
+import { attemptStreamRules } from '../checkout/attempts/attempt-stream-rules';
 import { endpointIn, endpointPatch, replayIn, testEventIn } from '../webhooks/schemas';
 import { ApiStyle, buildDocument, OperationSpec } from './build';
 
@@ -170,6 +171,35 @@ const sessionExample = {
   cancel_url: 'https://shop.example.com/cart',
   metadata: { order: '1042' },
 };
+
+const ATTEMPT_STREAM_DESCRIPTION = [
+  'The poll pushed instead of polled: `text/event-stream`, with the same key, limits and errors as the poll.',
+  "An `attempt` event carries the poll's answer at once and at each change of `status`; after a final one",
+  '(anything but `pending`) the stream ends. A `reconnect` event ends it early (after at most',
+  `${attemptStreamRules.maxLifeMs / 60_000} minutes, or when the server stops): open a new stream. A comment line`,
+  `comes every ${attemptStreamRules.heartbeatMs / 1000} seconds. A stream that ends without either (a network`,
+  'failure) is no answer: poll, or open a new one. The polls stay in the contract.',
+].join(' ');
+
+/** The success response of an attempt stream: events whose `data` is `what`'s JSON answer. */
+const attemptStreamOk = (what: string) => ({
+  status: 200,
+  mediaType: 'text/event-stream',
+  description: `Server-sent events; each \`attempt\` event's data is ${what}'s JSON answer.`,
+  schema: z.string(),
+  example: [
+    `retry: ${attemptStreamRules.clientRetryMs}`,
+    '',
+    'event: attempt',
+    'data: {"attempt_id":"pa_test_01JD0Q5V7W3X9Y2Z4A6B8C0D1E","status":"pending",…}',
+    '',
+    ': keep-alive',
+    '',
+    'event: attempt',
+    'data: {"attempt_id":"pa_test_01JD0Q5V7W3X9Y2Z4A6B8C0D1E","status":"succeeded",…}',
+    '',
+  ].join('\n'),
+});
 
 const operations: OperationSpec[] = [
   {
@@ -628,6 +658,32 @@ const operations: OperationSpec[] = [
       description: 'The attempt poll with merchant, locale and livemode.',
       schema: out.attemptLookupOut,
     },
+    errors: [...PUBLIC, '404 attempt_not_found'],
+    rateLimit: 'public-ip',
+  },
+  {
+    method: 'get',
+    path: '/public/sessions/{code}/attempts/{attempt_id}/stream',
+    operationId: 'streamAttempt',
+    summary: "Follow an attempt's outcome (server-sent events)",
+    description: ATTEMPT_STREAM_DESCRIPTION,
+    tag: 'Public',
+    security: PUBLIC_SECURITY,
+    params: { path: code.path.extend({ attempt_id: attemptId }) },
+    ok: attemptStreamOk('the attempt poll'),
+    errors: [...PUBLIC, '404 attempt_not_found'],
+    rateLimit: 'public-ip',
+  },
+  {
+    method: 'get',
+    path: '/public/attempts/{attempt_id}/stream',
+    operationId: 'streamAttemptLookup',
+    summary: "Follow an attempt's outcome without the session code (server-sent events)",
+    description: ATTEMPT_STREAM_DESCRIPTION,
+    tag: 'Public',
+    security: PUBLIC_SECURITY,
+    params: { path: z.object({ attempt_id: attemptId }) },
+    ok: attemptStreamOk('the attempt lookup'),
     errors: [...PUBLIC, '404 attempt_not_found'],
     rateLimit: 'public-ip',
   },

@@ -1,4 +1,4 @@
-import { Counter } from 'prom-client';
+import { Counter, Gauge } from 'prom-client';
 import { ApiError } from '../http/errors';
 import { registry } from './metrics';
 
@@ -75,3 +75,24 @@ export async function countOtp<T>(event: 'sent' | 'verified', work: () => Promis
     throw err;
   }
 }
+
+/** Attempt event streams (`…/attempts/{id}/stream`) open in this process. */
+export const attemptStreamsOpen = new Gauge({
+  name: 'svc_checkout_attempt_streams_open',
+  help: 'Attempt event streams open in this process.',
+  registers: [registry],
+});
+
+/** Notifications of settled attempts the process's LISTEN connection received. */
+export const attemptNotifications = new Counter({
+  name: 'svc_checkout_attempt_notifications_total',
+  help: 'Settled-attempt notifications received by the attempt streams LISTEN connection.',
+  registers: [registry],
+});
+
+/** Times the attempt streams LISTEN connection was re-opened after it was lost. */
+export const attemptListenerReconnects = new Counter({
+  name: 'svc_checkout_attempt_listener_reconnects_total',
+  help: 'Re-opens of the attempt streams LISTEN connection after it was lost.',
+  registers: [registry],
+});

@@ -8,6 +8,7 @@ import type { Logger, LogMetadata, WorkerDeploymentVersion } from '@temporalio/c
 import { DefaultLogger, Runtime, type Worker } from '@temporalio/worker';
 import { createApp } from '../../src/app';
 import type { Gateways } from '../../src/checkout/gateways';
+import { AttemptStreamHub } from '../../src/checkout/attempts/attempt-stream-hub';
 import type { AppDeps } from '../../src/deps';
 import { loadSettings, Settings } from '../../src/config';
 import { createDb, Db } from '../../src/db/knex';
@@ -220,6 +221,7 @@ export async function startStack(overrides: Record<string, string> = {}, options
     clock,
     temporal: env.client,
     webhooks,
+    attemptStreams: new AttemptStreamHub({ db, connection: run.databaseUrl }),
   };
   server.on('request', createApp(deps).callback());
   const webhookMerchants = new Set<string>();
@@ -264,7 +266,9 @@ export async function startStack(overrides: Record<string, string> = {}, options
       current = await startWorker();
     },
     async stop() {
+      deps.attemptStreams!.drainStreams();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      await deps.attemptStreams!.close();
       await dispatcher?.stop();
       await handoffRelay?.stop();
       await stopWorker();

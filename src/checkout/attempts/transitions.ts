@@ -8,6 +8,7 @@ import type { SessionRow } from '../sessions/session-row';
 import { sessionOut } from '../sessions/session-row';
 import { expireOpenSession } from '../sessions/transitions';
 import { AttemptRow, failedAttemptOut, paymentOut } from './attempt-row';
+import { ATTEMPT_SETTLED_CHANNEL } from './attempt-stream-rules';
 
 /** A new attempt's columns (the row before it is written). */
 export type NewAttempt = Pick<
@@ -153,7 +154,8 @@ export interface SettleResult {
  * counts only when the captured amount equals the presented amount: the session completes `paid`
  * (`checkout.session.completed`). Anything else reopens it (`payment.attempt.failed` with
  * `failed_attempt`), and expires it at once when `expires_at` passed meanwhile. Idempotent: an
- * attempt no longer pending is returned as it is. Null when there is no such attempt.
+ * attempt no longer pending is returned as it is. Null when there is no such attempt. Its commit
+ * notifies `attempt_settled` (the attempt id), which wakes the attempt's event streams.
  */
 export async function settleAttempt(db: Db, input: SettleInput): Promise<SettleResult | null> {
   return db.transaction(async (trx) => {
@@ -179,6 +181,8 @@ export async function settleAttempt(db: Db, input: SettleInput): Promise<SettleR
         updated_at: input.now,
       })
       .returning('*');
+    // Delivered at commit, with the session's move below: the attempt's streams read both at once.
+    await trx.raw('SELECT pg_notify(?, ?)', [ATTEMPT_SETTLED_CHANNEL, attempt.id]);
     const outcome = attempt.failure_reason === 'timeout' ? 'timeout' : attempt.status;
     afterCommit(trx, () => paymentAttempts.inc({ mode: attempt.mode, method: attempt.method, outcome }));
 

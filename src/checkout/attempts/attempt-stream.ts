@@ -1,0 +1,98 @@
+/** An attempt's outcome as server-sent events: the poll's answer pushed each time it changes, until it is final. */
+import { PassThrough } from 'node:stream';
+import type { Context } from 'koa';
+import { log } from '../../lib/log';
+import { attemptStreamsOpen } from '../../telemetry/checkout';
+import type { AttemptStreamHub } from './attempt-stream-hub';
+import { attemptStreamRules } from './attempt-stream-rules';
+
+/** What a stream sends: the poll's answer, whose `status` says whether the attempt is final. */
+export interface StreamedAttempt {
+  attempt_id: string;
+  status: string;
+}
+
+const frame = (event: string, data: unknown) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+
+/**
+ * Answers `ctx` with an event stream of the attempt `read` returns: an `attempt` event with the
+ * poll's answer at once and at every change of its status; after a final one (not `pending`) the
+ * stream ends. A `reconnect` event ends it early (its life is over, or the process is stopping):
+ * the client opens a new stream. The first read happens before anything is sent, so a refusal
+ * (`404 attempt_not_found`) is the poll's error envelope; a later read that fails ends the stream
+ * without an event (the page falls back to polling).
+ */
+export async function streamAttempt<T extends StreamedAttempt>(
+  ctx: Context,
+  hub: AttemptStreamHub,
+  read: () => Promise<T>,
+): Promise<void> {
+  const first = await read();
+  ctx.status = 200;
+  ctx.type = 'text/event-stream';
+  ctx.set('Cache-Control', 'no-store');
+  ctx.set('X-Accel-Buffering', 'no');
+  const out = new PassThrough();
+  ctx.body = out;
+  ctx.req.socket?.setTimeout(0);
+  ctx.req.socket?.setNoDelay(true);
+  out.write(`retry: ${attemptStreamRules.clientRetryMs}\n\n`);
+  out.write(frame('attempt', first));
+  if (first.status !== 'pending') return void out.end();
+  if (hub.stopping) return void out.end(frame('reconnect', {}));
+
+  let sent = first.status;
+  let reading = false;
+  let again = false;
+  let done = false;
+  attemptStreamsOpen.inc();
+  const heartbeat = setInterval(() => out.write(': keep-alive\n\n'), attemptStreamRules.heartbeatMs);
+  const deadline = setTimeout(() => end('reconnect'), attemptStreamRules.maxLifeMs);
+  const unwatch = hub.watch({
+    attemptId: first.attempt_id,
+    status: () => sent,
+    wake: () => void reread(),
+    drain: () => end('reconnect'),
+  });
+  out.once('close', cleanup);
+
+  /** One read at a time; a wake during a read makes it read once more. */
+  async function reread(): Promise<void> {
+    if (done) return;
+    if (reading) return void (again = true);
+    reading = true;
+    try {
+      do {
+        again = false;
+        const now = await read();
+        if (done) return;
+        if (now.status !== sent) {
+          sent = now.status;
+          out.write(frame('attempt', now));
+        }
+        if (now.status !== 'pending') return end(null);
+      } while (again);
+    } catch (err) {
+      log.warn('attempt stream read failed; the stream ends', { attempt_id: first.attempt_id, error: err });
+      end(null);
+    } finally {
+      reading = false;
+    }
+  }
+
+  function end(event: 'reconnect' | null): void {
+    if (done) return;
+    if (event) out.write(frame(event, {}));
+    out.end();
+    cleanup();
+  }
+
+  function cleanup(): void {
+    if (done) return;
+    done = true;
+    clearInterval(heartbeat);
+    clearTimeout(deadline);
+    unwatch();
+    attemptStreamsOpen.dec();
+  }
+}
