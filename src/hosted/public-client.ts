@@ -1,5 +1,6 @@
 import { IncomingMessage, ServerResponse } from 'node:http';
 import { Socket } from 'node:net';
+import { Readable } from 'node:stream';
 import Koa from 'koa';
 
 /** One call on the public routes (`/v1/public/*`), as the browser or a drop-in would make it. */
@@ -23,7 +24,9 @@ export interface PublicResponse {
   status: number;
   /** The JSON answer: the resource, or the Checkout error envelope. */
   body: any;
-  headers: { retryAfter?: string; requestId?: string };
+  headers: { retryAfter?: string; requestId?: string; contentType?: string };
+  /** A streamed answer (`text/event-stream`): its bytes, for the caller to pipe on; `body` is then null. */
+  stream?: Readable;
 }
 
 /** Calls the public routes. */
@@ -55,14 +58,17 @@ export function inProcessPublicClient(checkoutStack: Koa.Middleware): PublicClie
     incoming.push(null);
     const ctx = app.createContext(incoming, new ServerResponse(incoming));
     await checkoutStack(ctx, async () => undefined);
+    const headers = {
+      retryAfter: ctx.response.get('retry-after') || undefined,
+      requestId: ctx.response.get('x-request-id') || undefined,
+      contentType: ctx.response.get('content-type') || undefined,
+    };
+    if (ctx.body instanceof Readable) return { status: ctx.status, body: null, headers, stream: ctx.body };
     return {
       status: ctx.status,
       // Through JSON, as an HTTP client would see it (no Date objects or shared references).
       body: ctx.body === undefined ? null : JSON.parse(JSON.stringify(ctx.body)),
-      headers: {
-        retryAfter: ctx.response.get('retry-after') || undefined,
-        requestId: ctx.response.get('x-request-id') || undefined,
-      },
+      headers,
     };
   };
 }

@@ -11,6 +11,8 @@ const ATTEMPT_COOKIE_SECONDS = 24 * 60 * 60;
 /** Only plain path segments are relayed: nothing that could climb out of `/v1/public`. */
 const SAFE_PATH = /^(?:\/[A-Za-z0-9_-]+)+$/;
 const SESSION_PATH = /^\/sessions\/([A-Z0-9]{8,32})(?:\/|$)/;
+/** The return page's attempt event stream: an EventSource cannot send the key, so the relay adds the page's own. */
+const ATTEMPT_STREAM_PATH = /^\/attempts\/(pa_[A-Za-z0-9_]+)\/stream$/;
 
 function readBody(ctx: Context): Promise<Buffer | null> {
   return new Promise((resolve, reject) => {
@@ -29,10 +31,17 @@ function readBody(ctx: Context): Promise<Buffer | null> {
  * The page script's door to the public routes: `/hosted/api/public/<path>` is `/v1/public/<path>`
  * with the publishable key the script sends, plus the customer token from its HTTP-only cookie.
  * A verified OTP's token is moved into that cookie and taken out of the answer, so it never
- * reaches page scripts. Cross-site pages cannot use it: they cannot send the Authorization header
+ * reaches page scripts. An attempt's event stream is piped through as it comes. Cross-site pages cannot use it: they cannot send the Authorization header
  * without a CORS preflight this service never answers.
  */
-export function relay(api: PublicClient, opts: { secureCookies: boolean }): Middleware {
+export function relay(
+  api: PublicClient,
+  opts: {
+    secureCookies: boolean;
+    /** The hosted page's publishable key for the attempt's merchant and mode (none when there is no such attempt). */
+    keyForAttempt: (attemptId: string) => Promise<string | undefined>;
+  },
+): Middleware {
   return async (ctx, next) => {
     if (!ctx.path.startsWith(`${RELAY_PREFIX}/`)) return next();
     ctx.set('Cache-Control', 'no-store');
@@ -50,10 +59,11 @@ export function relay(api: PublicClient, opts: { secureCookies: boolean }): Midd
       return;
     }
     const code = SESSION_PATH.exec(path)?.[1];
+    const streamOf = method === 'GET' ? ATTEMPT_STREAM_PATH.exec(path)?.[1] : undefined;
     const res = await api({
       method,
       path: ctx.querystring ? `${path}?${ctx.querystring}` : path,
-      key: bearer(ctx.get('authorization')) ?? undefined,
+      key: bearer(ctx.get('authorization')) ?? (streamOf ? await opts.keyForAttempt(streamOf) : undefined),
       customerToken: code ? readCookie(ctx, tokenCookie(code)) : undefined,
       body,
       clientIp: ctx.ip,
@@ -73,7 +83,12 @@ export function relay(api: PublicClient, opts: { secureCookies: boolean }): Midd
       });
     }
     ctx.status = res.status;
-    ctx.body = res.body;
+    if (res.stream) {
+      ctx.type = res.headers.contentType ?? 'text/event-stream';
+      ctx.req.socket?.setTimeout(0);
+      ctx.req.socket?.setNoDelay(true);
+    }
+    ctx.body = res.stream ?? res.body;
     if (res.headers.retryAfter) ctx.set('Retry-After', res.headers.retryAfter);
     if (res.headers.requestId) ctx.set('x-request-id', res.headers.requestId);
   };

@@ -9,6 +9,7 @@ import { gatewayDecide, gatewayPage, returnPage } from './attempt-pages';
 import { checkoutPage } from './checkout-page';
 import type { HostedDeps } from './deps';
 import { hostedKeys } from './hosted-keys';
+import { attemptOwner } from './owners';
 import { PageResponse } from './page-response';
 import { inProcessPublicClient } from './public-client';
 import { relay } from './relay';
@@ -48,6 +49,11 @@ export function hostedStack(deps: AppDeps, publicApi: Middleware): Middleware {
   router.get('/t/:attemptId', (ctx) => gatewayPage(hosted, ctx));
   router.post('/t/:attemptId', (ctx) => gatewayDecide(hosted, ctx));
   router.get('/r/:attemptId', (ctx) => returnPage(hosted, ctx));
-  const stack = compose<any>([hostedErrors, serveStatic, relay(hosted.api, { secureCookies }), router.routes()]);
+  const keyForAttempt = async (attemptId: string) => {
+    const owner = await attemptOwner(hosted.db, attemptId);
+    return owner && hosted.keys.forMerchant(owner.merchant_id, owner.mode);
+  };
+  const relayed = relay(hosted.api, { secureCookies, keyForAttempt });
+  const stack = compose<any>([hostedErrors, serveStatic, relayed, router.routes()]);
   return (ctx, next) => (HOSTED_PREFIXES.some((p) => ctx.path.startsWith(p)) ? stack(ctx, next) : next());
 }

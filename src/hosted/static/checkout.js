@@ -469,22 +469,56 @@
       return elapsed < 10000 ? 1000 : elapsed < 60000 ? 2000 : 5000;
     }
 
+    /** Where a final attempt takes the shopper: the merchant, or back to the checkout page; false while pending. */
+    function land(a) {
+      if (a.status === 'pending') return false;
+      if (a.status === 'succeeded' && a.redirect_to) window.location.replace(a.redirect_to);
+      else window.location.replace('/c/' + a.code + '?attempt=' + encodeURIComponent(a.attempt_id));
+      return true;
+    }
+
+    function progress() {
+      var elapsed = Date.now() - started;
+      if (elapsed > 100000) show('return_very_slow');
+      else if (elapsed > 15000) show('return_slow');
+    }
+
     function poll() {
       api('GET', '/attempts/' + encodeURIComponent(data.attemptId)).then(function (res) {
-        if (res.status === 200) {
-          var a = res.body;
-          if (a.status === 'succeeded' && a.redirect_to) return window.location.replace(a.redirect_to);
-          if (a.status !== 'pending') {
-            return window.location.replace('/c/' + a.code + '?attempt=' + encodeURIComponent(a.attempt_id));
-          }
-        }
-        var elapsed = Date.now() - started;
-        if (elapsed > 100000) show('return_very_slow');
-        else if (elapsed > 15000) show('return_slow');
+        if (res.status === 200 && land(res.body)) return;
+        progress();
         setTimeout(poll, delay());
       });
     }
-    setTimeout(poll, delay());
+
+    // The outcome is pushed on an event stream; the page polls when there is none, or it fails before the end.
+    function listen() {
+      var source = new EventSource('/hosted/api/public/attempts/' + encodeURIComponent(data.attemptId) + '/stream');
+      var ticker = setInterval(progress, 1000);
+      function stop() {
+        source.close();
+        clearInterval(ticker);
+      }
+      source.addEventListener('attempt', function (e) {
+        var a = JSON.parse(e.data);
+        if (a.status !== 'pending') {
+          stop();
+          land(a);
+        }
+      });
+      // The stream's life is over (or its server is stopping): a new one.
+      source.addEventListener('reconnect', function () {
+        stop();
+        listen();
+      });
+      source.addEventListener('error', function () {
+        stop();
+        setTimeout(poll, delay());
+      });
+    }
+
+    if (window.EventSource) listen();
+    else setTimeout(poll, delay());
   }
 
   if (data.page === 'checkout') checkoutPage();
