@@ -128,14 +128,14 @@ describe('GET /v1/public/sessions/{code}/attempts/{attempt_id}/stream', () => {
     const { s, id } = await attempt(m, {}, 'slow');
     const stream = await streamOf(m, `/sessions/${s.code}/attempts/${id}/stream`);
     expect((await stream.nth(1)).data.status).toBe('pending');
-    const notified = await metric(attemptNotifications);
     const at = Date.now();
     await settleWithoutNotify(id);
-    const outcome = await stream.nth(2, attemptStreamRules.backstopMs + 2000);
-    expect(Date.now() - at).toBeLessThanOrEqual(attemptStreamRules.backstopMs + 1500);
+    // At the next backstop read (within its period and deadline), then the stream's own read.
+    const bound = attemptStreamRules.backstopMs + attemptStreamRules.backstopTimeoutMs + 1000;
+    const outcome = await stream.nth(2, bound + 1000);
+    expect(Date.now() - at).toBeLessThanOrEqual(bound);
     expect(outcome.data).toMatchObject({ attempt_id: id, status: 'failed', session_status: 'open' });
     expect(await stream.ended()).toBe(true);
-    expect(await metric(attemptNotifications)).toBe(notified);
   });
 
   it('re-opens a lost LISTEN connection, counts it, and still hears the next settle', async () => {
@@ -160,7 +160,8 @@ describe('GET /v1/public/sessions/{code}/attempts/{attempt_id}/stream', () => {
       publicBaseUrl: stack.settings.PUBLIC_BASE_URL,
     });
     expect((await stream.nth(2)).data).toMatchObject({ status: 'succeeded', session_status: 'completed' });
-    expect(await metric(attemptNotifications)).toBe(notified + 1);
+    // Other test files share the database (and its NOTIFYs): at least this settle's.
+    expect(await metric(attemptNotifications)).toBeGreaterThan(notified);
     expect(await stream.ended()).toBe(true);
   });
 

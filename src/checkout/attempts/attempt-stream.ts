@@ -46,7 +46,11 @@ export async function streamAttempt<T extends StreamedAttempt>(
   let again = false;
   let done = false;
   attemptStreamsOpen.inc();
-  const heartbeat = setInterval(() => out.write(': keep-alive\n\n'), attemptStreamRules.heartbeatMs);
+  // Wakes come from the hub, outside the request's async scope: the log lines name the request themselves.
+  const logFields = { attempt_id: first.attempt_id, request_id: ctx.state.requestId as string | undefined };
+  /** Writes unless the client has gone (a write to a closed stream would be an error). */
+  const send = (text: string) => void (out.writable && out.write(text));
+  const heartbeat = setInterval(() => send(': keep-alive\n\n'), attemptStreamRules.heartbeatMs);
   const deadline = setTimeout(() => end('reconnect'), attemptStreamRules.maxLifeMs);
   const unwatch = hub.watch({
     attemptId: first.attempt_id,
@@ -68,12 +72,12 @@ export async function streamAttempt<T extends StreamedAttempt>(
         if (done) return;
         if (now.status !== sent) {
           sent = now.status;
-          out.write(frame('attempt', now));
+          send(frame('attempt', now));
         }
         if (now.status !== 'pending') return end(null);
       } while (again);
     } catch (err) {
-      log.warn('attempt stream read failed; the stream ends', { attempt_id: first.attempt_id, error: err });
+      log.warn('attempt stream read failed; the stream ends', { ...logFields, error: err });
       end(null);
     } finally {
       reading = false;
@@ -82,8 +86,8 @@ export async function streamAttempt<T extends StreamedAttempt>(
 
   function end(event: 'reconnect' | null): void {
     if (done) return;
-    if (event) out.write(frame(event, {}));
-    out.end();
+    if (event) send(frame(event, {}));
+    if (out.writable) out.end();
     cleanup();
   }
 
