@@ -6,7 +6,7 @@ import { landedAtMerchant, openSession, orderBody, useShopperWorld } from './sho
 /**
  * The return page hears the attempt's outcome on its event stream (headless Chromium): "paid"
  * arrives pushed, with no poll at all; a stream that drops before the outcome leaves the page
- * polling, and the poll takes the shopper on.
+ * polling, and the poll takes the shopper on; a `reconnect` event opens a new stream.
  */
 jest.setTimeout(120_000);
 
@@ -79,4 +79,26 @@ it('falls back to polling when the stream drops before the outcome, and the poll
   await landedAtMerchant(w.page, '/done');
   expect(calls.streams).toBe(1);
   expect(calls.polls).toBeGreaterThan(0);
+});
+
+it('opens a new stream after a reconnect event (the stream’s life is over, or its server stops), without polling', async () => {
+  const calls = attemptCalls(w.page);
+  let served = 0;
+  // The first stream answers the pending attempt and ends with `reconnect`; the next ones reach the service.
+  await w.context.route(/\/hosted\/api\/public\/attempts\/(pa_[A-Za-z0-9_]+)\/stream$/, (route) => {
+    served += 1;
+    if (served > 1) return route.continue();
+    const attemptId = /attempts\/(pa_[A-Za-z0-9_]+)\/stream/.exec(route.request().url())![1];
+    const pending = JSON.stringify({ attempt_id: attemptId, status: 'pending' });
+    return route.fulfill({
+      status: 200,
+      contentType: 'text/event-stream',
+      body: `retry: 1000\n\nevent: attempt\ndata: ${pending}\n\nevent: reconnect\ndata: {}\n\n`,
+    });
+  });
+  const { sessionId } = await pendingOnReturnPage(w.page);
+  await until(async () => calls.streams === 2, 'the page to open a second stream');
+  await slowAnswerComes(sessionId);
+  await landedAtMerchant(w.page, '/done');
+  expect(calls).toEqual({ polls: 0, streams: 2 });
 });
