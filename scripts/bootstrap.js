@@ -141,8 +141,14 @@ function installRuntime(version, target) {
 
 /** The pinned runtime's node binary and where it comes from; installs it when this machine does not have it. */
 function pinnedNode(version) {
-  if (process.version === `v${version}`) return { node: process.execPath, from: "this machine's" };
   const target = path.join(TOOLS_DIR, `node-${version}`);
+  if (process.version === `v${version}`) {
+    const ours = process.execPath.startsWith(`${target}${path.sep}`);
+    return {
+      node: process.execPath,
+      from: ours ? `${path.relative(root, target)}, installed by the project` : "this machine's",
+    };
+  }
   const node = path.join(target, 'bin', 'node');
   if (fs.existsSync(node) && versionOf(node) === `v${version}`) {
     return { node, from: `${path.relative(root, target)}, installed by the project` };
