@@ -3,7 +3,8 @@
 # node directly (exec form, no shell or npm in between), so SIGTERM reaches node and the container
 # lives until node has drained and exited; run with an init (`init: true`, `docker run --init`) so
 # that it is not PID 1.
-FROM node:20-bookworm-slim
+# The Node version is .nvmrc's (test/unit/runtime-pin.test.ts holds them equal).
+FROM node:24.21.0-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production
 COPY package.json package-lock.json ./

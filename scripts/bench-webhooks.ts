@@ -1,6 +1,6 @@
 import { trace } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { Resource } from '@opentelemetry/resources';
+import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { benchMetricsPorts } from './bench/metrics-ports';
@@ -587,7 +587,7 @@ async function main(): Promise<void> {
       // The bench commits the events: each in a root span of its own, sampled as the worker's,
       // so that a sampled event's trace (its row's traceparent) follows it through the worker.
       const provider = new NodeTracerProvider({
-        resource: new Resource({ 'service.name': 'bench-webhooks-producer' }),
+        resource: resourceFromAttributes({ 'service.name': 'bench-webhooks-producer' }),
         sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(SAMPLED) }),
         spanProcessors: [
           new BatchSpanProcessor(new OTLPTraceExporter({ url: `${sink.env.OTEL_EXPORTER_OTLP_ENDPOINT}/v1/traces` })),

@@ -1,7 +1,7 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { lstatSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, join } from 'node:path';
 import { postgresHome } from './postgres-home';
 import { freePort, repoRoot } from './processes';
 import { findTemporalCli, findTestServer } from './toolchain';
@@ -10,8 +10,10 @@ import { findTemporalCli, findTestServer } from './toolchain';
  * Run by `.ci/run` after `npm test`: the README's two commands as a new user runs them, as root
  * when we are root (or can become root with `sudo -n`), in a fresh clone of the committed state
  * (HEAD) inside a new mode-700 directory, without DATABASE_URL or TEMPORAL_ADDRESS:
- *   1. `npm start` installs with `npm ci`, answers /partner/v1/health, prints `ready` last, and
- *      stops everything on Ctrl-C;
+ *   1. `npm start` runs on the Node version of .nvmrc (installing it into the clone's .tools/ when
+ *      the machine's node, with the runtime this checkout installed taken off PATH, is another),
+ *      installs with `npm ci`, answers /partner/v1/health, prints `ready` last, and stops
+ *      everything on Ctrl-C;
  *   2. `npm test -- test/unit/lib.test.ts test/e2e/api-docs.test.ts` passes against a throwaway
  *      embedded Postgres (the lockfile, type, lint and format checks, one unit file and one browser
  *      test, whose Chromium npm test installs when missing; two files to keep CI short).
@@ -21,6 +23,8 @@ import { findTemporalCli, findTestServer } from './toolchain';
  */
 
 const READY_LINE = 'ready: press Ctrl-C to stop';
+/** The runtime scripts/bootstrap.js pins, which the clone must run on. */
+const PINNED_NODE = `v${readFileSync(join(repoRoot, '.nvmrc'), 'utf8').trim()}`;
 /** npm ci, initdb and the first start of Temporal on a loaded two-core machine. */
 const START_TIMEOUT_MS = 600_000;
 const TEST_TIMEOUT_MS = 900_000;
@@ -153,7 +157,11 @@ async function assertNoneLeft(what: string, paths: string[]): Promise<void> {
   );
 }
 
-/** The environment of a new user: ours without the settings that would bypass the embedded services. */
+/**
+ * The environment of a new user: ours without the settings that would bypass the embedded services,
+ * and without this checkout's runtime on PATH (the bootstrap put it first), so the clone finds the
+ * machine's own node as a new user would.
+ */
 async function cloneEnv(): Promise<NodeJS.ProcessEnv> {
   const env: NodeJS.ProcessEnv = {};
   for (const [name, value] of Object.entries(process.env)) {
@@ -161,8 +169,14 @@ async function cloneEnv(): Promise<NodeJS.ProcessEnv> {
       env[name] = value;
     }
   }
+  const tools = join(repoRoot, '.tools');
+  const path = (env.PATH ?? '')
+    .split(delimiter)
+    .filter((dir) => dir !== tools && !dir.startsWith(`${tools}/`))
+    .join(delimiter);
   return {
     ...env,
+    PATH: path,
     HOST: '127.0.0.1',
     PORT: String(await freePort()),
     EMBEDDED_PG_PORT: String(await freePort()),
@@ -193,6 +207,19 @@ async function checkStart(clone: string, env: NodeJS.ProcessEnv, paths: string[]
     const res = await fetch(url, { signal: AbortSignal.timeout(10_000) }).catch((err: Error) => err);
     const body = res instanceof Error ? res.message : `${res.status} ${await res.text()}`;
     record(`npm start answers ${url}`, !(res instanceof Error) && res.status === 200 && body.includes('"ok"'), body);
+
+    const machineNode = spawnSync('node', ['--version'], { env, encoding: 'utf8' }).stdout?.trim();
+    const runtimeLine =
+      run
+        .output()
+        .split('\n')
+        .find((line) => line.startsWith('Node v')) ?? '';
+    record(
+      `npm start runs on the pinned Node ${PINNED_NODE}`,
+      runtimeLine.startsWith(`Node ${PINNED_NODE} `) &&
+        (machineNode === PINNED_NODE || runtimeLine.includes('installed now from the npm registry')),
+      `${runtimeLine || 'no "Node v..." line'} (the machine's node: ${machineNode ?? 'none'})`,
+    );
 
     const installedWithCi = run.output().includes('Installing dependencies (npm ci)');
     record('npm start installs with npm ci', installedWithCi, installedWithCi ? 'yes' : 'no "npm ci" in the output');

@@ -22,12 +22,12 @@ export interface ServiceProcess {
   stopped?: { ms: number; exit: ExitInfo };
 }
 
-/** Starts `entry` (a TypeScript file of `tree`) with node and tsx from that tree, its output appended to `logFile`. */
+/** Starts `entry` (a TypeScript file of `tree`) with that tree's node and tsx, its output appended to `logFile`. */
 function startTreeChild(name: string, tree: ReleaseTree, entry: string, env: NodeJS.ProcessEnv, logFile: string) {
   const out = openSync(logFile, 'a');
   const child = startChild(
     name,
-    process.execPath,
+    tree.node,
     ['--import', 'tsx', entry],
     { cwd: tree.dir, env, stdio: ['ignore', out, out] },
     { logFile },
@@ -128,7 +128,7 @@ export function runTreeCommand(
 ): Promise<{ code: number | null; stdout: string; stderr: string; ms: number }> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', entry, ...args], {
+    const child = spawn(tree.node, ['--import', 'tsx', entry, ...args], {
       cwd: tree.dir,
       env,
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
-import { join } from 'node:path';
+import { delimiter, dirname, join } from 'node:path';
 import semver from 'semver';
 import { repoRoot } from '../processes';
 
@@ -20,6 +20,8 @@ export interface ReleaseTree {
   /** The worker build id its processes declare (TEMPORAL_BUILD_ID). */
   buildId: string;
   dir: string;
+  /** The node binary its processes run on: the runtime that release ships with (releaseRuntime). */
+  node: string;
 }
 
 /** The fixture release's change: a workflow patch, an expand and a contract migration. */
@@ -53,8 +55,8 @@ export function previousRelease(version: string, releases = readReleases()): Rel
 }
 
 /** Runs git (or another command) in `cwd`, throwing with its output when it fails. */
-function run(command: string, args: string[], cwd: string): string {
-  const result = spawnSync(command, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = process.env): string {
+  const result = spawnSync(command, args, { cwd, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   if (result.status !== 0)
     throw new Error(`${command} ${args.join(' ')} failed (${result.status}): ${result.stderr || result.stdout}`);
   return result.stdout.trim();
@@ -66,11 +68,15 @@ function run(command: string, args: string[], cwd: string): string {
  */
 export function checkoutRelease(release: Release, log: (line: string) => void): ReleaseTree {
   const dir = join(RELEASES_DIR, release.version);
-  const tree = { label: release.version, version: release.version, buildId: release.version, dir };
+  const tree = () => {
+    const node = releaseRuntime(dir, log);
+    log(`Release ${release.version} runs on Node ${nodeVersion(node)} (${node}).`);
+    return { label: release.version, version: release.version, buildId: release.version, dir, node };
+  };
   const intact =
     existsSync(join(dir, 'node_modules', '.package-lock.json')) &&
     spawnSync('git', ['rev-parse', 'HEAD'], { cwd: dir, encoding: 'utf8' }).stdout?.trim() === release.commit;
-  if (intact) return tree;
+  if (intact) return tree();
   log(`Checking out release ${release.version} (${release.commit.slice(0, 10)}) into ${dir}...`);
   ensureCommit(release, log);
   run('git', ['worktree', 'prune'], repoRoot);
@@ -80,9 +86,45 @@ export function checkoutRelease(release: Release, log: (line: string) => void): 
   }
   mkdirSync(RELEASES_DIR, { recursive: true });
   run('git', ['worktree', 'add', '--detach', dir, release.commit], repoRoot);
-  log(`Installing release ${release.version}'s dependencies (npm ci)...`);
-  run('npm', ['ci', '--no-audit', '--no-fund', '--loglevel=error'], dir);
-  return tree;
+  const released = tree();
+  log(`Installing release ${release.version}'s dependencies (npm ci) with Node ${nodeVersion(released.node)}...`);
+  const env = { ...process.env, PATH: [dirname(released.node), process.env.PATH].join(delimiter) };
+  run('npm', ['ci', '--no-audit', '--no-fund', '--loglevel=error'], dir, env);
+  return released;
+}
+
+/** What `node --version` prints. */
+function nodeVersion(node: string): string {
+  return spawnSync(node, ['--version'], { encoding: 'utf8' }).stdout?.trim() || 'unknown';
+}
+
+/**
+ * The node a release tree runs on, as production ran it: a release that pins its runtime (.nvmrc)
+ * gets it from its own bootstrap (installed into its .tools/ when missing); an older one (0.1.0,
+ * 0.2.0) ran on its Dockerfile's `node:<major>` image, so it gets the first node of that major on
+ * PATH outside this checkout's .tools/ (a machine's Node 20), or, when there is none, this process's
+ * node, said in the log.
+ */
+export function releaseRuntime(dir: string, log: (line: string) => void): string {
+  if (existsSync(join(dir, '.nvmrc'))) {
+    const result = spawnSync(process.execPath, [join(dir, 'scripts', 'bootstrap.js'), 'node-path'], {
+      cwd: dir,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    if (result.status !== 0) throw new Error(`${dir}: its bootstrap could not provide its pinned Node`);
+    return result.stdout.trim();
+  }
+  const major = /^FROM node:(\d+)/m.exec(readFileSync(join(dir, 'Dockerfile'), 'utf8'))?.[1];
+  const tools = join(repoRoot, '.tools');
+  const found = (process.env.PATH ?? '')
+    .split(delimiter)
+    .filter((d) => d && d !== tools && !d.startsWith(`${tools}/`))
+    .map((d) => join(d, 'node'))
+    .find((node) => existsSync(node) && nodeVersion(node).startsWith(`v${major}.`));
+  if (found) return found;
+  log(`${dir} ran on Node ${major ?? '?'} (its Dockerfile), which this machine lacks: it runs on ${process.version}.`);
+  return process.execPath;
 }
 
 /** Fetches `release`'s commit when this clone lacks it (a shallow clone), or says why it cannot be had. */
@@ -107,7 +149,7 @@ function ensureCommit(release: Release, log: (line: string) => void): void {
 /** The working tree this script runs from, as the release it will become. */
 export function workingTree(): ReleaseTree {
   const version = packageVersion();
-  return { label: 'working tree', version, buildId: version, dir: repoRoot };
+  return { label: 'working tree', version, buildId: version, dir: repoRoot, node: process.execPath };
 }
 
 /**
@@ -135,5 +177,11 @@ export function fixtureTree(base: ReleaseTree, log: (line: string) => void): Rel
   if (patched.status !== 0) throw new Error(`${FIXTURE_PATCH} does not apply: ${patched.stderr}`);
   if (spawnSync('git', ['diff', '--no-index', '--quiet', base.dir + '/migrations', dir + '/migrations']).status === 0)
     throw new Error(`${FIXTURE_PATCH} applied, but the fixture's migrations are the working tree's`);
-  return { label: `${base.label} + fixture`, version: base.version, buildId: `${base.version}-fixture`, dir };
+  return {
+    label: `${base.label} + fixture`,
+    version: base.version,
+    buildId: `${base.version}-fixture`,
+    dir,
+    node: base.node,
+  };
 }

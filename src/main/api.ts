@@ -60,6 +60,7 @@ async function main(): Promise<void> {
   log.info('api listening', {
     url: `http://${settings.HOST}:${settings.PORT}`,
     partner_environment: settings.PARTNER_ENVIRONMENT,
+    node: process.version,
   });
 
   await stop.requested;

@@ -9,9 +9,44 @@ import {
   OpenTelemetryWorkflowClientInterceptor,
 } from '@temporalio/interceptors-opentelemetry';
 import { TRACE_HEADER } from '@temporalio/interceptors-opentelemetry/lib/instrumentation';
+import type { Resource } from '@opentelemetry/resources';
+import type { ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { WorkflowClientInterceptor } from '@temporalio/client';
 import type { ActivityInboundCallsInterceptor, WorkerOptions } from '@temporalio/worker';
 import { tracing } from './tracing';
+
+/** The span processor, span and resource types of the SDK's interceptors: OpenTelemetry 1.x's, which they are built on. */
+type SdkSpanProcessor = Parameters<typeof makeWorkflowExporter>[0];
+type SdkSpan = Parameters<SdkSpanProcessor['onEnd']>[0];
+type SdkResource = Parameters<typeof makeWorkflowExporter>[1];
+
+/**
+ * A workflow span as our OpenTelemetry 2.x SDK reads it: the SDK's sink hands the spans over in the
+ * 1.x shape, with `parentSpanId` and `instrumentationLibrary` where 2.x reads `parentSpanContext`
+ * and `instrumentationScope` (without them the exported span has no parent and no scope).
+ */
+export function fromWorkflowSpan(span: SdkSpan, resource: Resource): ReadableSpan {
+  const { parentSpanId, instrumentationLibrary, resource: _sdkResource, ...rest } = span;
+  const { traceId, traceFlags } = span.spanContext();
+  return {
+    ...rest,
+    resource,
+    parentSpanContext: parentSpanId ? { traceId, spanId: parentSpanId, traceFlags } : undefined,
+    instrumentationScope: instrumentationLibrary,
+  };
+}
+
+/** The SDK's workflow span sink, its spans converted for `processor` (which the tracing's provider shuts down). */
+function workflowSpanSink(processor: SpanProcessor, resource: Resource) {
+  const adapter: SdkSpanProcessor = {
+    onStart: () => undefined,
+    onEnd: (span) => processor.onEnd(fromWorkflowSpan(span, resource)),
+    forceFlush: () => processor.forceFlush(),
+    shutdown: async () => undefined,
+  };
+  // The sink only attaches the resource to each span, which fromWorkflowSpan replaces with `resource` itself.
+  return makeWorkflowExporter(adapter, resource as unknown as SdkResource);
+}
 
 /**
  * The workflow interceptor modules every workflow bundle includes, tracing on or off, so the
@@ -56,6 +91,6 @@ export function workerTracingOptions(): Pick<WorkerOptions, 'interceptors' | 'si
           ]
         : [],
     },
-    sinks: { exporter: makeWorkflowExporter(spanProcessor, resource) },
+    sinks: { exporter: workflowSpanSink(spanProcessor, resource) },
   };
 }

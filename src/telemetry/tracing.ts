@@ -1,5 +1,5 @@
 /**
- * OpenTelemetry tracing (the OTel JS 1.x line; docs/decisions.md says why). On only when an OTLP
+ * OpenTelemetry tracing (the OTel JS 2.x line; docs/runtime.md says why not 3.x yet). On only when an OTLP
  * endpoint is configured (`OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`):
  * then spans go out over OTLP/HTTP in batches, sampled by the standard `OTEL_TRACES_SAMPLER` and
  * `OTEL_TRACES_SAMPLER_ARG` (default parent-based, always on). Off, nothing is registered: the
@@ -9,7 +9,7 @@ import { context, trace, TraceFlags } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { registerInstrumentations } from '@opentelemetry/instrumentation';
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
-import { Resource } from '@opentelemetry/resources';
+import { emptyResource, resourceFromAttributes, type Resource } from '@opentelemetry/resources';
 import {
   BatchSpanProcessor,
   NoopSpanProcessor,
@@ -29,7 +29,7 @@ export interface Tracing {
 
 const off: Tracing = {
   enabled: false,
-  resource: Resource.empty(),
+  resource: emptyResource(),
   spanProcessor: new NoopSpanProcessor(),
   shutdown: async () => undefined,
 };
@@ -95,7 +95,7 @@ export function instrumentLibraries(env: NodeJS.ProcessEnv = process.env): void 
 export function startTracing(service: string, opts: { exporter?: SpanExporter } = {}): Tracing {
   if (current.enabled) return current;
   if (!opts.exporter && !tracingConfigured()) return off;
-  const resource = new Resource({ 'service.name': process.env.OTEL_SERVICE_NAME || service });
+  const resource = resourceFromAttributes({ 'service.name': process.env.OTEL_SERVICE_NAME || service });
   const spanProcessor = new BatchSpanProcessor(opts.exporter ?? new OTLPTraceExporter());
   const provider = new NodeTracerProvider({ resource, spanProcessors: [spanProcessor] });
   provider.register();

@@ -40,9 +40,14 @@ export function announceDeploymentVersion(version: WorkerDeploymentVersion | nul
       build_id: version.buildId,
       release: releaseVersion,
       task_queue: taskQueue,
+      node: process.version,
     });
   } else {
-    log.info('worker unversioned (TEMPORAL_WORKER_VERSIONING=off)', { release: releaseVersion, task_queue: taskQueue });
+    log.info('worker unversioned (TEMPORAL_WORKER_VERSIONING=off)', {
+      release: releaseVersion,
+      task_queue: taskQueue,
+      node: process.version,
+    });
   }
 }
 

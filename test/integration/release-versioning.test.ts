@@ -144,11 +144,11 @@ async function untilIdle(workflowId: string) {
   }, `${workflowId} to wait`);
 }
 
-/** Live pollers of `buildId` in a status, as `queue type`. */
+/** Live pollers of `buildId` in a status, as `queue type` (none while the status does not list the build yet). */
 const livePollers = (status: any, buildId: string | null) =>
   [
     ...new Set(
-      (buildIn(status, buildId) as any).pollers
+      ((buildIn(status, buildId) as any)?.pollers ?? [])
         .filter((p: { live: boolean }) => p.live)
         .map((p: { task_queue: string; type: string }) => `${p.task_queue} ${p.type}`),
     ),

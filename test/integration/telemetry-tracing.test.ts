@@ -177,7 +177,7 @@ it('joins the create request, its SQL, the workflow start and task, the expiry a
   expect(create.parentSpanId).toBeUndefined(); // the request starts the trace
   expect(create.attributes).toMatchObject({ 'http.route': '/v1/checkout/sessions', 'http.response.status_code': 201 });
   // The create's SQL is under its request span.
-  const sql = spans.filter((s) => s.attributes['db.system'] === 'postgresql');
+  const sql = spans.filter((s) => s.attributes['db.system.name'] === 'postgresql');
   expect(sql.length).toBeGreaterThan(0);
   expect(sql.some((s) => s.parentSpanId === create.spanId)).toBe(true);
   expect(parentOf('StartWorkflow:sessionWorkflow')).toBe('POST /v1/checkout/sessions');
