@@ -210,10 +210,9 @@ describe('the API under SIGTERM', () => {
 
         const signalledAt = Date.now();
         api.process.signal('SIGTERM');
-        // Not ready at once, for the one reason.
-        const ready = await fetch(api.readyz);
-        expect(ready.status).toBe(503);
-        expect(await ready.json()).toEqual({
+        // Not ready as soon as the process has taken the signal, for the one reason.
+        const ready = await untilStatus(api.readyz, 503, 2_000);
+        expect(JSON.parse(ready.slice('503 '.length))).toEqual({
           status: 'not_ready',
           checks: [{ name: 'shutdown', ok: false, detail: 'draining' }],
         });
@@ -304,9 +303,8 @@ describe('the worker under SIGTERM', () => {
         const held = await sendTest();
         await receiver.waitFor(1, '/held', 60_000);
         first.process.signal('SIGTERM');
-        const ready = await fetch(first.readyz);
-        expect(ready.status).toBe(503);
-        expect(((await ready.json()) as { checks: unknown }).checks).toEqual([
+        const ready = await untilStatus(first.readyz, 503, 2_000);
+        expect((JSON.parse(ready.slice('503 '.length)) as { checks: unknown }).checks).toEqual([
           { name: 'shutdown', ok: false, detail: 'draining' },
         ]);
 
