@@ -2,6 +2,7 @@ import '../telemetry/instrument'; // first: it patches pg before anything loads 
 import { Client } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { loadSettings, requireDatabaseUrl } from '../config';
+import { dbDeadlinesOf, pgConnectionConfig } from '../db/deadlines';
 import { createDb } from '../db/knex';
 import { systemClock } from '../lib/clock';
 import { log } from '../lib/log';
@@ -40,7 +41,8 @@ async function main(): Promise<void> {
       : undefined;
   installSdkLogger(sdkMetrics);
   const databaseUrl = requireDatabaseUrl(settings);
-  const db = createDb(databaseUrl, settings.DATABASE_POOL_MAX);
+  const deadlines = dbDeadlinesOf(settings);
+  const db = createDb(databaseUrl, settings.DATABASE_POOL_MAX, deadlines);
   await requireSecretKeyForLive(settings, db);
   // Filled in as start-up proceeds; /readyz reports what is not there yet.
   const started: { connection?: NativeConnection; worker?: Worker } = {};
@@ -64,7 +66,7 @@ async function main(): Promise<void> {
   started.connection = connection;
   await requireSearchAttributes(connection, settings);
   // Delivery activities take newly queued webhook rows as the dispatcher commits them.
-  const queueNotices = listenForQueuedRows(databaseUrl);
+  const queueNotices = listenForQueuedRows(pgConnectionConfig(databaseUrl, deadlines));
   const version = deploymentVersionOf(settings);
   announceDeploymentVersion(version, settings.TEMPORAL_TASK_QUEUE);
   const worker = await createWorker({
