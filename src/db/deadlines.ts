@@ -102,6 +102,14 @@ export function discardConnection(connection: unknown): void {
 }
 
 /**
+ * knex query options (`.options(…)`) that move the client-side deadline of one statement after a
+ * longer `SET LOCAL statement_timeout` (`statementMs`) for it, so the server's cancel still comes first.
+ */
+export function clientDeadlineFor(statementMs: number): { query_timeout: number } {
+  return { query_timeout: statementMs + DB_DEADLINE_DEFAULTS.queryMarginMs };
+}
+
+/**
  * `connection` (a knex instance's) with its client-side query deadline moved to follow a longer
  * statement_timeout that the caller sets on its connections (the migration runner).
  */
