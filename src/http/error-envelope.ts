@@ -1,12 +1,10 @@
 import { trace } from '@opentelemetry/api';
 import type { Context, Middleware } from 'koa';
 import { ZodError } from 'zod';
-import { postgresDeadlineOf } from '../db/deadlines';
 import { log } from '../lib/log';
-import { apiOf, dependencyUnavailable } from '../telemetry/http';
-import { temporalDeadlineOf } from '../temporal/deadlines';
 import { ApiError, BodyError } from './errors';
 import { routeTemplate } from './request-log';
+import { dependencyUnavailable } from './unavailable';
 import { zodDetails } from './validate';
 
 type Envelope = (ctx: Context, err: ApiError) => unknown;
@@ -31,15 +29,6 @@ const checkoutEnvelope: Envelope = (ctx, err) => ({
   },
 });
 
-/** The dependency that could not answer in time and the deadline that ended the wait, when `err` says so. */
-function unavailableDependency(err: unknown): { dependency: 'postgres' | 'temporal'; deadline: string } | undefined {
-  const postgres = postgresDeadlineOf(err);
-  if (postgres) return { dependency: 'postgres', deadline: postgres };
-  const temporal = temporalDeadlineOf(err);
-  if (temporal) return { dependency: 'temporal', deadline: temporal };
-  return undefined;
-}
-
 /**
  * Turns any thrown error into a known ApiError: a dependency past its deadline or unreachable into
  * a logged and counted 503 with Retry-After, unknown ones into a logged bare 500.
@@ -47,17 +36,7 @@ function unavailableDependency(err: unknown): { dependency: 'postgres' | 'tempor
 export function toApiError(ctx: Context, err: unknown): ApiError {
   if (err instanceof ApiError) return err;
   if (err instanceof ZodError) return ApiError.validation('The request is invalid.', zodDetails(err));
-  const unavailable = unavailableDependency(err);
-  if (unavailable) {
-    log.warn(`${unavailable.dependency} did not answer in time: answered 503`, {
-      ...unavailable,
-      method: ctx.method,
-      route: routeTemplate(ctx),
-      error: err,
-    });
-    dependencyUnavailable.inc({ api: apiOf(ctx.path), dependency: unavailable.dependency });
-    return ApiError.serviceUnavailable();
-  }
+  if (dependencyUnavailable(ctx, err)) return ApiError.serviceUnavailable();
   log.error('unhandled error', { method: ctx.method, route: routeTemplate(ctx), error: err });
   // The stack goes to the trace (never to the log or the response).
   trace.getActiveSpan()?.recordException(err instanceof Error ? err : String(err));

@@ -169,6 +169,24 @@ describe('a request that cannot get a Postgres connection within DB_POOL_ACQUIRE
     expect((await call(api.baseUrl, 'GET', '/partner/v1/products', { key: seller.key })).status).toBe(200);
     await api.close();
   });
+
+  it('answers a hosted page 503 with Retry-After (the unavailable page)', async () => {
+    const db = pool(1, { acquireMs: 400 });
+    const merchant = await buildMerchant(stack.db);
+    const session = await createSession(stack, merchant.secretKey, payableBody());
+    const api = await appWith({ db });
+    const held = await db.client.acquireConnection();
+    try {
+      const res = await fetch(`${api.baseUrl}/c/${session.code}`);
+      expect(res.status).toBe(503);
+      expect(res.headers.get('retry-after')).toBe('5');
+      expect(res.headers.get('content-type')).toMatch(/^text\/html/);
+    } finally {
+      await db.client.releaseConnection(held);
+    }
+    expect((await fetch(`${api.baseUrl}/c/${session.code}`)).status).toBe(200);
+    await api.close();
+  });
 });
 
 /** A TCP listener that accepts and never answers: a Temporal behind a blackholed path. */
