@@ -90,7 +90,12 @@ async function main(): Promise<void> {
   // Webhook fan-out after commit: any number of workers may run one (they share the work).
   const dispatcher = startDispatcher({ db, databaseUrl, temporal: client, taskQueue: settings.TEMPORAL_TASK_QUEUE });
   // Workflow handoffs the API did not deliver after its commit (it died, Temporal refused): same sharing.
-  const handoffs = startHandoffRelay({ db, temporal: client, taskQueue: settings.TEMPORAL_TASK_QUEUE });
+  const handoffs = startHandoffRelay({
+    db,
+    temporal: client,
+    taskQueue: settings.TEMPORAL_TASK_QUEUE,
+    callTimeoutMs: settings.TEMPORAL_CALL_TIMEOUT_MS,
+  });
   // Outbox messages (OTP SMS, merchant e-mail) go out only for the kinds with a configured transport.
   const transports = transportsFromSettings(settings);
   const relay = Object.keys(transports).length > 0 ? startOutboxRelay({ db, transports }) : null;
