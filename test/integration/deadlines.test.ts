@@ -3,6 +3,9 @@ import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import { Connection } from '@temporalio/client';
 import { createApp } from '../../src/app';
+import { randomString } from '../../src/lib/ids';
+import { startHandoffRelay } from '../../src/temporal/handoff-relay';
+import { FAST_PATH_LEASE_SECONDS } from '../../src/temporal/handoffs';
 import { defaultDbDeadlines, type DbDeadlines } from '../../src/db/deadlines';
 import { createDb, type Db } from '../../src/db/knex';
 import { captureLogs } from '../../src/lib/log';
@@ -54,7 +57,9 @@ async function unavailableCount(api: string, dependency: string): Promise<number
 }
 
 /** The app on `deps` overrides, on a port of its own; closed after the test. */
-async function appWith(over: { db?: Db; settings?: Settings; temporal?: Stack['deps']['temporal'] }) {
+async function appWith(
+  over: { db?: Db; settings?: Settings; temporal?: Stack['deps']['temporal'] } & Pick<Stack['deps'], 'beforeHandoff'>,
+) {
   const app: Koa = createApp({ ...stack.deps, ...over });
   return listen(app);
 }
@@ -241,6 +246,85 @@ describe('an API whose Temporal is unreachable', () => {
     expect(attempt.status).toBe(201);
     return { merchant, session, attemptId: attempt.body.attempt_id as string, pub };
   }
+
+  it('still answers a session create 201 within TEMPORAL_CALL_TIMEOUT_MS when Temporal is silent, leaving the start to the relay', async () => {
+    const merchant = await buildMerchant(stack.db);
+    const temporalServer = await silentServer();
+    const api = await apiWithTemporalAt(temporalServer.address);
+    try {
+      const { result: res, ms } = await timed(() =>
+        call(api.baseUrl, 'POST', '/v1/checkout/sessions', {
+          key: merchant.secretKey,
+          body: payableBody(),
+          idempotencyKey: `idem_${randomString(16)}`,
+        }),
+      );
+      // Committed: the workflow start is a handoff the relay delivers, so the answer does not wait on Temporal.
+      expect(res.status).toBe(201);
+      expect(ms).toBeGreaterThanOrEqual(CALL_TIMEOUT_MS);
+      expect(ms).toBeLessThan(CALL_TIMEOUT_MS + 1500);
+      expect(await stack.db('workflow_handoffs').where({ workflow_id: res.body.id }).pluck('kind')).toEqual([
+        'session_start',
+      ]);
+      stack.relayHandoffsOf(merchant.merchantId);
+      await until(
+        async () => (await stack.db('workflow_handoffs').where({ workflow_id: res.body.id })).length === 0,
+        'the relay to deliver the start',
+        150,
+      );
+      expect((await stack.env.client.workflow.getHandle(res.body.id).describe()).status.name).toBe('RUNNING');
+    } finally {
+      await api.close();
+      await temporalServer.close();
+    }
+  });
+
+  it("bounds the worker's relay deliveries by its callTimeoutMs when Temporal is silent", async () => {
+    const merchant = await buildMerchant(stack.db);
+    const temporalServer = await silentServer();
+    // The stack's app commits the session and its handoff; the process "dies" before delivering it.
+    const api = await appWith({
+      beforeHandoff: () => {
+        throw new Error('process killed between the commit and the handoff');
+      },
+    });
+    // A plain connection (no default deadline, as the worker's native one): only the relay's bounds the call.
+    const connection = Connection.lazy({ address: temporalServer.address });
+    const relay = startHandoffRelay({
+      db: stack.db,
+      temporal: temporalClientOn(connection, stack.deps.settings),
+      taskQueue: stack.taskQueue,
+      merchantIds: new Set([merchant.merchantId]),
+      callTimeoutMs: 500,
+      pollEveryMs: 100,
+    });
+    try {
+      const res = await call(api.baseUrl, 'POST', '/v1/checkout/sessions', {
+        key: merchant.secretKey,
+        body: payableBody(),
+        idempotencyKey: `idem_${randomString(16)}`,
+      });
+      expect(res.status).toBe(500);
+      const row = () => stack.db('workflow_handoffs').where({ merchant_id: merchant.merchantId }).first();
+      const committed = Date.now();
+      await until(async () => Boolean((await row())?.last_error), 'the relay to record a failed try', 60);
+      // Taken over when the API's lease ends, then cut at the relay's deadline (never left hanging).
+      expect(Date.now() - committed).toBeLessThan(FAST_PATH_LEASE_SECONDS * 1000 + 500 + 1000);
+      expect(await row()).toMatchObject({ attempts: 1, last_error: expect.stringMatching(/DEADLINE_EXCEEDED/) });
+    } finally {
+      await relay.stop();
+      await connection.close();
+      await api.close();
+      await temporalServer.close();
+    }
+    // Temporal back (the stack's relay): the start is delivered, nothing lost.
+    stack.relayHandoffsOf(merchant.merchantId);
+    await until(
+      async () => (await stack.db('workflow_handoffs').where({ merchant_id: merchant.merchantId })).length === 0,
+      'the relay to deliver the start',
+      150,
+    );
+  });
 
   for (const [name, unreachable] of [
     ['silent (a blackholed path)', silentServer],
