@@ -8,6 +8,7 @@ import { createSeller } from '../src/ops/sellers';
 import { preload } from './bench/preload';
 import { scratchDatabase } from './scratch-database';
 import { newestRelease, newMigrations } from './migration-lint';
+import { bulkLoadDeadlines } from '../src/db/deadlines';
 
 /**
  * `npm run bench:migrate`: this release's migrations on a loaded database, with writers going on.
@@ -127,7 +128,7 @@ function longRead(url: string, ms: number): { started: Promise<void>; done: Prom
 async function main(): Promise<void> {
   const scratch = await scratchDatabase('svc_migrate', 'bench:migrate');
   const database = scratch.name;
-  const db = createDb(scratch.url, 4);
+  const db = createDb(scratch.url, 4, bulkLoadDeadlines);
   const pg = new PgClient({ connectionString: scratch.url });
   const writerPg = new PgClient({ connectionString: scratch.url });
   const readerPg = new PgClient({ connectionString: scratch.url });

@@ -20,6 +20,7 @@ import { benchHttpClient } from './bench/http-client';
 import { percentile, table } from './bench/measure';
 import { startEmbeddedPg, type EmbeddedPg } from './embedded-pg';
 import { freePort, repoRoot } from './processes';
+import { bulkLoadDeadlines } from '../src/db/deadlines';
 
 /**
  * `npm run bench:partner`: the Partner API's bulk writes and paging, measured over HTTP against
@@ -289,7 +290,7 @@ async function main(): Promise<void> {
   await admin.query(`CREATE DATABASE ${database}`);
   const url = new URL(host.adminUrl);
   url.pathname = `/${database}`;
-  const db = createDb(url.toString(), 10);
+  const db = createDb(url.toString(), 10, bulkLoadDeadlines);
   const pg = new PgClient({ connectionString: url.toString() });
   let close = async () => undefined as void;
   try {

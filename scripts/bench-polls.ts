@@ -12,6 +12,7 @@ import { createMerchant } from '../src/ops/merchants';
 import { benchHttpClient } from './bench/http-client';
 import { percentile, table } from './bench/measure';
 import { scratchDatabase } from './scratch-database';
+import { bulkLoadDeadlines } from '../src/db/deadlines';
 
 /**
  * `npm run bench:polls`: the two attempt polls the return page repeats while a payment settles,
@@ -101,7 +102,7 @@ async function twoReads(db: Db, merchantId: string, attemptId: string) {
 async function main(): Promise<void> {
   setLogLevel('silent');
   const scratch = await scratchDatabase('svc_bench', 'bench:polls');
-  const db = createDb(scratch.url, 10);
+  const db = createDb(scratch.url, 10, bulkLoadDeadlines);
   const client = benchHttpClient(1);
   let close = async () => undefined as void;
   try {

@@ -2,6 +2,7 @@ import { createDb, migrateUpTo, migrateUpToBefore } from '../src/db/knex';
 import { createMerchant } from '../src/ops/merchants';
 import { recordAttempts } from '../src/webhooks/record';
 import { scratchDatabase } from './scratch-database';
+import { bulkLoadDeadlines } from '../src/db/deadlines';
 
 /**
  * `npx tsx scripts/bench-undelivered-backfill.ts`: the backfill of `webhook_undelivered`
@@ -35,7 +36,7 @@ const RULE_SQL = `
 
 async function main(): Promise<void> {
   const scratch = await scratchDatabase('svc_bfbench', 'bench-undelivered-backfill');
-  const db = createDb(scratch.url, 4);
+  const db = createDb(scratch.url, 4, bulkLoadDeadlines);
   const writerDb = createDb(scratch.url, 2);
   try {
     await migrateUpTo(db, '20261125115000');

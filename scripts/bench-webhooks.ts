@@ -10,6 +10,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { recordEvent } from '../src/checkout/events';
 import { loadSettings } from '../src/config';
+import { clientDeadlineFor } from '../src/db/deadlines';
 import { systemClock } from '../src/lib/clock';
 import { newId, randomString } from '../src/lib/ids';
 import { setLogLevel } from '../src/lib/log';
@@ -74,6 +75,8 @@ const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 200_000);
 const BACKLOG_IN_FLIGHT = Number(process.env.BENCH_BACKLOG_IN_FLIGHT ?? 100);
 /** The backlog workflow's history bound: low, so that it continues as new several times while it waits. */
 const BACKLOG_HISTORY_LIMIT = 300;
+/** The backlog's seed statement may take minutes (one INSERT of BACKLOG events and queue rows). */
+const SEED_STATEMENT_MS = 600_000;
 /** BENCH_TELEMETRY=compare: events per measured burst and rounds per side. */
 const COMPARE_EVENTS = Number(process.env.BENCH_COMPARE_EVENTS ?? 2000);
 const COMPARE_ROUNDS = Number(process.env.BENCH_COMPARE_ROUNDS ?? 3);
@@ -494,8 +497,12 @@ async function main(): Promise<void> {
       const dueInMs = 60_000;
       const loaded = Date.now();
       const dueAt = loaded + dueInMs;
-      await apiDb.raw(
-        `WITH e AS (
+      // A bulk seed, not the service's work: past DB_STATEMENT_TIMEOUT_MS, in a transaction of its own.
+      await apiDb.transaction(async (trx) => {
+        await trx.raw(`SET LOCAL statement_timeout = ${SEED_STATEMENT_MS}`);
+        await trx
+          .raw(
+            `WITH e AS (
            INSERT INTO events (id, merchant_id, mode, type, data_object, created_at, dispatched_at)
            -- Ids of this moment (the deliveries are partitioned by the id's day), in order.
            SELECT event_log_id_bound('evt_test_', now()) || 'backlog' || lpad(g::text, 7, '0'), ?, 'test', 'checkout.session.completed',
@@ -504,8 +511,10 @@ async function main(): Promise<void> {
            RETURNING id)
          INSERT INTO webhook_queue (event_id, endpoint_id, generation, attempt_no, next_attempt_at)
          SELECT id, ?, 0, 2, now() + make_interval(secs => ?) FROM e`,
-        [scope.merchantId, count, endpointId, dueInMs / 1000],
-      );
+            [scope.merchantId, count, endpointId, dueInMs / 1000],
+          )
+          .options(clientDeadlineFor(SEED_STATEMENT_MS));
+      });
       await apiDb('webhook_endpoints').where({ id: endpointId }).update({ failing_since: apiDb.fn.now() });
       log(`   ${count} events and queue rows written in ${((Date.now() - loaded) / 1000).toFixed(1)} s`);
       const [target] = await wakeTargets(apiDb, [endpointId]);

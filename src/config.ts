@@ -1,5 +1,7 @@
 import { z } from 'zod';
+import { DB_DEADLINE_DEFAULTS } from './db/deadlines';
 import { defaultTaskQueue } from './temporal/names';
+import { TEMPORAL_CALL_TIMEOUT_MS } from './temporal/deadlines';
 import { DELIVERY_TIMEOUT_MS } from './webhooks/schedule';
 
 const LOOPBACK_HOST = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/;
@@ -30,9 +32,36 @@ const settingsSchema = z.object({
     .default(0),
   DATABASE_URL: z.string().url().optional(),
   DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
+  /** Server side: Postgres cancels a statement running longer (long jobs set their own with `SET LOCAL`). */
+  DB_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(DB_DEADLINE_DEFAULTS.statementMs),
+  /**
+   * Client side: a query without an answer this long fails and its connection is destroyed (a
+   * blackholed socket, a paused server); at least DB_STATEMENT_TIMEOUT_MS + 500, so the server's cancel comes first.
+   */
+  DB_QUERY_TIMEOUT_MS: z.coerce.number().int().min(600).max(3_600_000).optional(),
+  /** How long opening a Postgres connection (TCP, TLS, authentication) may take. */
+  DB_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(DB_DEADLINE_DEFAULTS.connectMs),
+  /** How long a query waits for a free pooled connection (knex's default is 60 s). */
+  DB_POOL_ACQUIRE_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(DB_DEADLINE_DEFAULTS.acquireMs),
+  /** Postgres ends a session idle inside a transaction this long (a paused process's locks are released). */
+  DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .min(1000)
+    .max(3_600_000)
+    .default(DB_DEADLINE_DEFAULTS.idleInTransactionMs),
+  /** Idle time before the first TCP keepalive probe on a Postgres connection (a dead peer is found in about this plus the kernel's probes). */
+  DB_KEEPALIVE_INITIAL_DELAY_MS: z.coerce
+    .number()
+    .int()
+    .min(1000)
+    .max(600_000)
+    .default(DB_DEADLINE_DEFAULTS.keepAliveMs),
   DATA_DIR: z.string().min(1).default('.data'),
   TEMPORAL_ADDRESS: z.string().min(1).optional(),
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  /** Deadline of each Temporal call the API makes (a start or signal), retries included; past it the request answers 503. */
+  TEMPORAL_CALL_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(TEMPORAL_CALL_TIMEOUT_MS),
   TEMPORAL_TASK_QUEUE: z.string().min(1).default(defaultTaskQueue),
   /**
    * The Worker Deployment this process's workers belong to (docs/workflows.md, "Worker Deployment
@@ -154,8 +183,9 @@ const settingsSchema = z.object({
     .default(15_000),
 });
 
-export type Settings = Omit<z.infer<typeof settingsSchema>, 'PUBLIC_BASE_URL'> & {
+export type Settings = Omit<z.infer<typeof settingsSchema>, 'PUBLIC_BASE_URL' | 'DB_QUERY_TIMEOUT_MS'> & {
   PUBLIC_BASE_URL: string;
+  DB_QUERY_TIMEOUT_MS: number;
 };
 
 /** Reads and validates settings from `env`; throws a readable error naming each bad variable. */
@@ -175,7 +205,17 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
       "Invalid settings:\n  TEMPORAL_DEPLOYMENT_NAME: unset, and TEMPORAL_TASK_QUEUE cannot name the deployment ('.', ':', spaces or quotes); set it",
     );
   }
-  return { ...s, PUBLIC_BASE_URL: s.PUBLIC_BASE_URL ?? `http://localhost:${s.PORT}` };
+  const queryTimeoutMs = s.DB_QUERY_TIMEOUT_MS ?? s.DB_STATEMENT_TIMEOUT_MS + DB_DEADLINE_DEFAULTS.queryMarginMs;
+  if (queryTimeoutMs < s.DB_STATEMENT_TIMEOUT_MS + 500) {
+    throw new Error(
+      'Invalid settings:\n  DB_QUERY_TIMEOUT_MS: must be at least DB_STATEMENT_TIMEOUT_MS + 500, so that Postgres cancels a statement before the client gives up on its connection',
+    );
+  }
+  return {
+    ...s,
+    DB_QUERY_TIMEOUT_MS: queryTimeoutMs,
+    PUBLIC_BASE_URL: s.PUBLIC_BASE_URL ?? `http://localhost:${s.PORT}`,
+  };
 }
 
 /** The database URL, which every process except `npm start` requires. */

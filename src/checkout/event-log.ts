@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { Db } from '../db/knex';
 import { purgeBefore } from '../webhooks/queue';
+import { clientDeadlineFor } from '../db/deadlines';
 
 /**
  * The event log's days (migrations/20261125200000_partitioned_event_log.ts): `events` by
@@ -18,6 +19,11 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 export const EVENT_DAYS_AHEAD = 7;
 /** How long a partition DDL waits for its lock before giving up until the next sweep (it blocks the table's readers meanwhile). */
 const DDL_LOCK_TIMEOUT = '100ms';
+/**
+ * A day's partition takes its rows out of the default partition as it is made: longer than the
+ * service's DB_STATEMENT_TIMEOUT_MS may allow, well inside the janitor activity's 5 minutes.
+ */
+const DDL_STATEMENT_TIMEOUT_MS = 120_000;
 /** Legacy rows deleted per statement, and statements per sweep at most. */
 const LEGACY_BATCH = 5_000;
 const LEGACY_BATCHES_PER_SWEEP = 200;
@@ -68,7 +74,8 @@ async function ddl(
   try {
     await db.transaction(async (trx) => {
       await trx.raw(`SET LOCAL lock_timeout = '${DDL_LOCK_TIMEOUT}'`);
-      await trx.raw(sql, bindings);
+      await trx.raw(`SET LOCAL statement_timeout = ${DDL_STATEMENT_TIMEOUT_MS}`);
+      await trx.raw(sql, bindings).options(clientDeadlineFor(DDL_STATEMENT_TIMEOUT_MS));
     });
     return 'ok';
   } catch (err) {

@@ -1,5 +1,6 @@
 import { loadSettings, requireDatabaseUrl } from '../config';
 import type { Client } from '@temporalio/client';
+import { dbDeadlinesOf } from '../db/deadlines';
 import { createDb } from '../db/knex';
 import { connectTemporal } from '../temporal/client';
 import type { CliDeps } from './command';
@@ -19,7 +20,7 @@ async function main(argv: string[]): Promise<number> {
   try {
     const settings = loadSettings();
     const connect = () => (temporal ??= connectTemporal(settings));
-    deps = { settings, db: createDb(requireDatabaseUrl(settings), 2), temporal: connect };
+    deps = { settings, db: createDb(requireDatabaseUrl(settings), 2, dbDeadlinesOf(settings)), temporal: connect };
   } catch (err) {
     return emit(renderError('invalid_settings', (err as Error).message, argv.includes('--json')));
   }

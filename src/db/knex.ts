@@ -1,6 +1,14 @@
 import knexFactory, { Knex } from 'knex';
 import { types } from 'pg';
 import { migrationSource } from '../../migrations';
+import {
+  defaultDbDeadlines,
+  discardConnection,
+  isQueryReadTimeout,
+  pgConnectionConfig,
+  type DbDeadlines,
+} from './deadlines';
+import { log } from '../lib/log';
 import { migrate } from './migrator';
 
 // Money and counts are bigint columns; every value we store fits in a JS number exactly.
@@ -8,12 +16,41 @@ types.setTypeParser(types.builtins.INT8, (v) => Number(v));
 
 export type Db = Knex;
 
-/** A knex instance on `url` with a bounded pool. */
-export function createDb(url: string, poolMax = 10): Db {
+interface KnexPgClient extends Knex.Client {
+  _query(connection: unknown, obj: unknown): Promise<unknown>;
+}
+// knex's own Postgres dialect, which has no type declarations of its own.
+const KnexPg = require('knex/lib/dialects/postgres') as new (config: Knex.Config) => KnexPgClient;
+
+/** knex's Postgres dialect, except that a connection whose query passed its client-side deadline is never reused. */
+class BoundedPgClient extends KnexPg {
+  override async _query(connection: unknown, obj: unknown): Promise<unknown> {
+    try {
+      return await super._query(connection, obj);
+    } catch (err) {
+      if (isQueryReadTimeout(err)) discardConnection(connection);
+      throw err;
+    }
+  }
+}
+
+const firstLine = (message: unknown) => String(message).split('\n')[0];
+
+/** A knex instance on `url` with a bounded pool, every connection and query of it under `deadlines`. */
+export function createDb(url: string, poolMax = 10, deadlines: DbDeadlines = defaultDbDeadlines): Db {
   return knexFactory({
-    client: 'pg',
-    connection: url,
+    client: BoundedPgClient as unknown as typeof Knex.Client,
+    connection: pgConnectionConfig(url, deadlines) as Knex.PgConnectionConfig,
     pool: { min: 0, max: poolMax },
+    acquireConnectionTimeout: deadlines.acquireMs,
+    // knex's own notices (a failed acquire, with its stack) through our logger, first line only:
+    // the error itself reaches the caller, which decides what to say about it.
+    log: {
+      warn: (message: unknown) => log.debug('knex', { message: firstLine(message) }),
+      error: (message: unknown) => log.warn('knex', { message: firstLine(message) }),
+      deprecate: (method: string, alternative: string) => log.warn('knex deprecation', { method, alternative }),
+      debug: () => undefined,
+    },
     migrations: { migrationSource, tableName: 'knex_migrations' },
   });
 }
@@ -62,6 +99,9 @@ export async function preparedQuery<Row>(db: Db, name: string, text: string, val
   const connection = await db.client.acquireConnection();
   try {
     return (await connection.query({ name, text, values })).rows;
+  } catch (err) {
+    if (isQueryReadTimeout(err)) discardConnection(connection);
+    throw err;
   } finally {
     await db.client.releaseConnection(connection);
   }

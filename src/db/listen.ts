@@ -1,5 +1,6 @@
 import { Client as PgClient, ClientConfig } from 'pg';
 import { log } from '../lib/log';
+import { pgConnectionConfig } from './deadlines';
 
 export interface ChannelListener {
   /** Settles once the first LISTEN is in place (or has failed and a retry is scheduled). */
@@ -43,13 +44,17 @@ export function listenOn(opts: {
   };
 
   async function connect(): Promise<void> {
-    const config = typeof opts.connection === 'string' ? { connectionString: opts.connection } : opts.connection;
-    const next = new PgClient({
-      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-      query_timeout: CONNECT_TIMEOUT_MS,
-      keepAlive: true,
-      ...config,
-    });
+    // Keepalive and the connect and query deadlines hold here too: a LISTEN on a dead peer is found and re-opened.
+    const config =
+      typeof opts.connection === 'string'
+        ? pgConnectionConfig(opts.connection)
+        : {
+            connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+            query_timeout: CONNECT_TIMEOUT_MS,
+            keepAlive: true,
+            ...opts.connection,
+          };
+    const next = new PgClient(config);
     next.on('notification', (message) => opts.onNotify(message.payload ?? ''));
     next.on('error', (err) => {
       log.warn(`${opts.name} lost its LISTEN connection; reconnecting`, { error: err.message });

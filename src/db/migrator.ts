@@ -8,6 +8,7 @@
 import knexFactory, { type Knex } from 'knex';
 import { migrations, sourceOf, type Migration, type MigrationList, type Phase } from '../../migrations';
 import { log } from '../lib/log';
+import { withStatementDeadline } from './deadlines';
 
 /**
  * Timeouts on every connection a migration uses, unless its file declares longer ones (never none).
@@ -297,7 +298,8 @@ async function applyOnce(
   };
   const runner = knexFactory({
     client: db.client.config.client,
-    connection: db.client.config.connection,
+    // The client-side query deadline follows the migration's statement_timeout, not the service's.
+    connection: withStatementDeadline(db.client.config.connection, timeouts.statementMs) as Knex.StaticConnectionConfig,
     pool: {
       min: 0,
       max: 2,

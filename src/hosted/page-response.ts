@@ -107,7 +107,8 @@ export class PageResponse {
 
   /** The public routes refused for a reason the shopper cannot fix here (a suspended merchant, a limit, an outage). */
   unavailable(res: PublicResponse): void {
-    if (res.status === 429 && res.headers.retryAfter) this.ctx.set('Retry-After', res.headers.retryAfter);
+    if ((res.status === 429 || res.status === 503) && res.headers.retryAfter)
+      this.ctx.set('Retry-After', res.headers.retryAfter);
     if (res.status >= 500)
       log.warn('hosted page: public route failed', { status: res.status, code: res.body?.error?.code });
     this.message(res.status === 429 ? 429 : 503, { title: 'unavailable_title', body: 'unavailable_body' });

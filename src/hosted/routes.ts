@@ -2,7 +2,9 @@ import Router from '@koa/router';
 import compose from 'koa-compose';
 import type { Middleware } from 'koa';
 import type { AppDeps } from '../deps';
+import { SERVICE_UNAVAILABLE_RETRY_AFTER_SECONDS } from '../http/errors';
 import { routeTemplate } from '../http/request-log';
+import { dependencyUnavailable } from '../http/unavailable';
 import { log } from '../lib/log';
 import { webhookRuntime } from '../webhooks/runtime';
 import { gatewayDecide, gatewayPage, returnPage } from './attempt-pages';
@@ -15,14 +17,19 @@ import { inProcessPublicClient } from './public-client';
 import { relay } from './relay';
 import { serveStatic } from './static-assets';
 
-/** A fault in the hosted pages is a plain error page, logged like the APIs' 500s (never a stack trace to the shopper). */
+/**
+ * A fault in the hosted pages is a plain error page, logged like the APIs' 500s (never a stack
+ * trace to the shopper); a dependency past its deadline is the same page as a 503 with Retry-After.
+ */
 const hostedErrors: Middleware = async (ctx, next) => {
   try {
     await next();
   } catch (err) {
-    log.error('hosted page failed', { method: ctx.method, route: routeTemplate(ctx), error: err });
+    const unavailable = dependencyUnavailable(ctx, err);
+    if (!unavailable) log.error('hosted page failed', { method: ctx.method, route: routeTemplate(ctx), error: err });
+    else ctx.set('Retry-After', String(SERVICE_UNAVAILABLE_RETRY_AFTER_SECONDS));
     const out = new PageResponse(ctx, false, null);
-    out.message(500, { title: 'unavailable_title', body: 'unavailable_body' });
+    out.message(unavailable ? 503 : 500, { title: 'unavailable_title', body: 'unavailable_body' });
   }
 };
 

@@ -4,6 +4,7 @@ import { ZodError } from 'zod';
 import { log } from '../lib/log';
 import { ApiError, BodyError } from './errors';
 import { routeTemplate } from './request-log';
+import { dependencyUnavailable } from './unavailable';
 import { zodDetails } from './validate';
 
 type Envelope = (ctx: Context, err: ApiError) => unknown;
@@ -28,10 +29,14 @@ const checkoutEnvelope: Envelope = (ctx, err) => ({
   },
 });
 
-/** Turns any thrown error into a known ApiError (unknown ones into a logged bare 500). */
+/**
+ * Turns any thrown error into a known ApiError: a dependency past its deadline or unreachable into
+ * a logged and counted 503 with Retry-After, unknown ones into a logged bare 500.
+ */
 export function toApiError(ctx: Context, err: unknown): ApiError {
   if (err instanceof ApiError) return err;
   if (err instanceof ZodError) return ApiError.validation('The request is invalid.', zodDetails(err));
+  if (dependencyUnavailable(ctx, err)) return ApiError.serviceUnavailable();
   log.error('unhandled error', { method: ctx.method, route: routeTemplate(ctx), error: err });
   // The stack goes to the trace (never to the log or the response).
   trace.getActiveSpan()?.recordException(err instanceof Error ? err : String(err));

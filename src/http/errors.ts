@@ -1,3 +1,6 @@
+/** What a 503 service_unavailable tells clients to wait before retrying: a few of the deadlines that caused it. */
+export const SERVICE_UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
+
 /** One entry of an error's `details`: which field, and a stable token for what is wrong with it. */
 export interface ErrorDetail {
   field?: string;
@@ -45,6 +48,17 @@ export class ApiError extends Error {
     return new ApiError(429, 'rate_limited', message, [], {
       'Retry-After': String(retryAfterSeconds),
     });
+  }
+
+  /** A dependency (Postgres, Temporal) did not answer within its deadline: the client should retry after `retryAfterSeconds`. */
+  static serviceUnavailable(retryAfterSeconds = SERVICE_UNAVAILABLE_RETRY_AFTER_SECONDS): ApiError {
+    return new ApiError(
+      503,
+      'service_unavailable',
+      'The service could not answer in time. Retry after the number of seconds in Retry-After.',
+      [],
+      { 'Retry-After': String(retryAfterSeconds) },
+    );
   }
 
   static internal(): ApiError {

@@ -3,6 +3,7 @@ import { createServer } from 'node:http';
 import { loadSettings, requireDatabaseUrl } from '../config';
 import { createApp } from '../app';
 import { AttemptStreamHub } from '../checkout/attempts/attempt-stream-hub';
+import { dbDeadlinesOf } from '../db/deadlines';
 import { createDb } from '../db/knex';
 import { drainable } from '../http/server-drain';
 import { systemClock } from '../lib/clock';
@@ -27,7 +28,7 @@ async function main(): Promise<void> {
   const stop = listenForStop('api');
   const settings = loadSettings();
   const tracing = startTracing('svc-api');
-  const db = createDb(requireDatabaseUrl(settings), settings.DATABASE_POOL_MAX);
+  const db = createDb(requireDatabaseUrl(settings), settings.DATABASE_POOL_MAX, dbDeadlinesOf(settings));
   await requireSecretKeyForLive(settings, db);
   // Filled in as start-up proceeds; /readyz reports what is not there yet.
   const started: { temporal?: Awaited<ReturnType<typeof connectTemporal>> } = {};

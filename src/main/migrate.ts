@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import type { Phase } from '../../migrations';
 import { loadSettings, requireDatabaseUrl } from '../config';
+import { dbDeadlinesOf } from '../db/deadlines';
 import { createDb, type Db } from '../db/knex';
 import { migrate, MigrationError, migrationStatus, unlockMigrations, type AppliedMigration } from '../db/migrator';
 import { errorCause, log } from '../lib/log';
@@ -109,7 +110,7 @@ async function main(): Promise<number> {
     return 2;
   }
   const settings = loadSettings();
-  const db = createDb(requireDatabaseUrl(settings), 2);
+  const db = createDb(requireDatabaseUrl(settings), 2, dbDeadlinesOf(settings));
   try {
     if (command.action === 'status') return await status(db, command);
     if (command.action === 'unlock') {

@@ -2,6 +2,7 @@ import '../telemetry/instrument'; // first: it patches pg before anything loads 
 import { Client } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { loadSettings, requireDatabaseUrl } from '../config';
+import { dbDeadlinesOf, pgConnectionConfig } from '../db/deadlines';
 import { createDb } from '../db/knex';
 import { systemClock } from '../lib/clock';
 import { log } from '../lib/log';
@@ -40,7 +41,8 @@ async function main(): Promise<void> {
       : undefined;
   installSdkLogger(sdkMetrics);
   const databaseUrl = requireDatabaseUrl(settings);
-  const db = createDb(databaseUrl, settings.DATABASE_POOL_MAX);
+  const deadlines = dbDeadlinesOf(settings);
+  const db = createDb(databaseUrl, settings.DATABASE_POOL_MAX, deadlines);
   await requireSecretKeyForLive(settings, db);
   // Filled in as start-up proceeds; /readyz reports what is not there yet.
   const started: { connection?: NativeConnection; worker?: Worker } = {};
@@ -64,7 +66,7 @@ async function main(): Promise<void> {
   started.connection = connection;
   await requireSearchAttributes(connection, settings);
   // Delivery activities take newly queued webhook rows as the dispatcher commits them.
-  const queueNotices = listenForQueuedRows(databaseUrl);
+  const queueNotices = listenForQueuedRows(pgConnectionConfig(databaseUrl, deadlines));
   const version = deploymentVersionOf(settings);
   announceDeploymentVersion(version, settings.TEMPORAL_TASK_QUEUE);
   const worker = await createWorker({
@@ -88,7 +90,12 @@ async function main(): Promise<void> {
   // Webhook fan-out after commit: any number of workers may run one (they share the work).
   const dispatcher = startDispatcher({ db, databaseUrl, temporal: client, taskQueue: settings.TEMPORAL_TASK_QUEUE });
   // Workflow handoffs the API did not deliver after its commit (it died, Temporal refused): same sharing.
-  const handoffs = startHandoffRelay({ db, temporal: client, taskQueue: settings.TEMPORAL_TASK_QUEUE });
+  const handoffs = startHandoffRelay({
+    db,
+    temporal: client,
+    taskQueue: settings.TEMPORAL_TASK_QUEUE,
+    callTimeoutMs: settings.TEMPORAL_CALL_TIMEOUT_MS,
+  });
   // Outbox messages (OTP SMS, merchant e-mail) go out only for the kinds with a configured transport.
   const transports = transportsFromSettings(settings);
   const relay = Object.keys(transports).length > 0 ? startOutboxRelay({ db, transports }) : null;

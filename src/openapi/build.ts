@@ -166,6 +166,10 @@ function operation(style: ApiStyle, op: OperationSpec): ZodOpenApiOperationObjec
           ? { 'RateLimit-Policy': rateLimitPolicyHeader, RateLimit: rateLimitHeader }
           : {}),
         ...(status === 429 ? { 'Retry-After': retryAfterHeader } : {}),
+        // service_unavailable carries one; gateway_not_configured (a setup fault) does not.
+        ...(status === 503 && codes.includes('service_unavailable')
+          ? { 'Retry-After': codes.length === 1 ? retryAfterHeader : retryAfterHeader.optional() }
+          : {}),
       }),
       content: {
         'application/json': {

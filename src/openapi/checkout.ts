@@ -61,6 +61,8 @@ const errors = {
   '500 internal_error': 'Service fault; retry with backoff (the same Idempotency-Key on creates).',
   '502 gateway_error': 'The vendor declined at initiation or could not start payment; the session is open again.',
   '503 gateway_not_configured': 'The vendor has no credentials for this mode.',
+  '503 service_unavailable':
+    'Postgres or Temporal did not answer within its deadline; nothing may be assumed about a write: retry after Retry-After (the same Idempotency-Key on creates).',
 };
 
 const style: ApiStyle = {
@@ -139,6 +141,7 @@ const MERCHANT = [
   '403 merchant_suspended',
   '429 rate_limited',
   '500 internal_error',
+  '503 service_unavailable',
 ];
 const BODY = ['400 validation_error', '413 request_too_large'];
 const CREATE = [...BODY, '400 idempotency_key_required', '409 idempotency_key_conflict'];
@@ -147,6 +150,7 @@ const PUBLIC = [
   '403 merchant_suspended',
   '429 rate_limited',
   '500 internal_error',
+  '503 service_unavailable',
   '404 session_not_found',
   '410 session_expired',
   '410 session_canceled',

@@ -40,6 +40,8 @@ const errors = {
   '429 rate_limited': 'Over the bulk route limit (60 requests per 600 s per key and route); see Retry-After.',
   '500 internal_error':
     'Unexpected failure; retry reads with backoff. On a write route it is stored against the Idempotency-Key and replayed.',
+  '503 service_unavailable':
+    'The database did not answer within its deadline; retry after Retry-After. On a write route it is stored against the Idempotency-Key like a 500: check the current state, then resend under a new key.',
 };
 
 const detail = z.object({
@@ -102,7 +104,13 @@ const style: ApiStyle = {
 };
 
 const key = (scope: string) => [{ partnerKey: [scope] }];
-const AUTH = ['401 invalid_api_key', '401 api_key_wrong_environment', '403 insufficient_scope', '500 internal_error'];
+const AUTH = [
+  '401 invalid_api_key',
+  '401 api_key_wrong_environment',
+  '403 insufficient_scope',
+  '500 internal_error',
+  '503 service_unavailable',
+];
 const WRITE = [
   ...AUTH,
   '400 validation_error',

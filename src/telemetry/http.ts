@@ -50,6 +50,16 @@ export const idempotency = new Counter({
   registers: [registry],
 });
 
+/** Requests answered 503 service_unavailable because a dependency passed its deadline or was unreachable. */
+export const dependencyUnavailableTotal = new Counter({
+  name: 'svc_http_dependency_unavailable_total',
+  help: 'Requests answered 503 service_unavailable because a dependency (postgres|temporal) passed its deadline or was unreachable, by API.',
+  labelNames: ['api', 'dependency'] as const,
+  registers: [registry],
+});
+for (const api of ['partner', 'checkout', 'public', 'hosted'] as const)
+  for (const dependency of ['postgres', 'temporal'] as const) dependencyUnavailableTotal.inc({ api, dependency }, 0);
+
 const rateLimited = new Counter({
   name: 'svc_rate_limited_total',
   help: 'Requests refused with 429, by API and rate-limit policy (the RateLimit-Policy name; other when none).',

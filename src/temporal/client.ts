@@ -3,6 +3,7 @@ import { Client, Connection, ConnectionOptions } from '@temporalio/client';
 import { temporalClientInterceptors } from '../telemetry/temporal';
 import type { Settings } from '../config';
 import { log } from '../lib/log';
+import { deadlineInterceptor, TEMPORAL_KEEPALIVE } from './deadlines';
 import { ensureSearchAttributes, type OperatorConnection } from './search-attribute-setup';
 
 /** Connection options for TEMPORAL_ADDRESS, with mTLS or an API key for Temporal Cloud. */
@@ -25,10 +26,26 @@ export function temporalConnectionOptions(
   return { address, ...mtls, ...apiKey };
 }
 
-/** A Temporal client for the configured namespace (carrying the active trace when tracing is on). */
-export async function connectTemporal(settings: Settings): Promise<Client> {
-  const connection = await Connection.connect(temporalConnectionOptions(settings));
+/**
+ * The options of the API's (and the CLI's) Temporal connection: TEMPORAL_ADDRESS and its
+ * credentials, gRPC keepalive, and a deadline of TEMPORAL_CALL_TIMEOUT_MS on every call.
+ */
+export function apiConnectionOptions(settings: Settings): ConnectionOptions {
+  return {
+    ...temporalConnectionOptions(settings),
+    channelArgs: TEMPORAL_KEEPALIVE,
+    interceptors: [deadlineInterceptor(settings.TEMPORAL_CALL_TIMEOUT_MS)],
+  };
+}
+
+/** A Temporal client on `connection` for the configured namespace (carrying the active trace when tracing is on). */
+export function temporalClientOn(connection: Connection, settings: Settings): Client {
   return new Client({ connection, namespace: settings.TEMPORAL_NAMESPACE, interceptors: temporalClientInterceptors() });
+}
+
+/** A Temporal client for the configured namespace, every call under its deadline (`apiConnectionOptions`). */
+export async function connectTemporal(settings: Settings): Promise<Client> {
+  return temporalClientOn(await Connection.connect(apiConnectionOptions(settings)), settings);
 }
 
 /** `ensureSearchAttributes` as TEMPORAL_SEARCH_ATTRIBUTES says, logging what it registered. */

@@ -12,14 +12,15 @@ import { optionalTsToDate } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
 import type { Settings } from '../config';
 import { webhookActivityQueue } from './delivery';
+import { TEMPORAL_CALL_TIMEOUT_MS } from './deadlines';
 
 /** The release version in package.json: the default build id. */
 export const releaseVersion: string = (
   JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string }
 ).version;
 
-/** Every Temporal call here answers within this, or fails. */
-export const TEMPORAL_CALL_TIMEOUT_MS = 5_000;
+/** Every Temporal call here answers within this, or fails (the API's default call deadline). */
+export { TEMPORAL_CALL_TIMEOUT_MS };
 /**
  * A poller counts as live when the server saw it this recently: an idle worker's long poll is
  * renewed every 60 s, and the server lists a stopped one for 5 minutes more (PollerHistoryTTL).

@@ -50,6 +50,7 @@ export function startHandoffRelay(deps: HandoffRelayDeps): HandoffRelay {
     temporal: deps.temporal,
     taskQueue: deps.taskQueue,
     clock: deps.clock ?? systemClock,
+    callTimeoutMs: deps.callTimeoutMs,
   };
   const batchSize = deps.batchSize ?? 50;
 

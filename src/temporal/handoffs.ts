@@ -122,10 +122,21 @@ export interface HandoffTarget {
   temporal: Client;
   taskQueue: string;
   clock: Clock;
+  /**
+   * Deadline of one delivery (the worker's relay: TEMPORAL_CALL_TIMEOUT_MS, its connection having no
+   * default of its own); unset: the connection's (the API's has one on every call).
+   */
+  callTimeoutMs?: number;
 }
 
-/** Delivers one handoff (idempotent; throws when Temporal did not take it). */
+/** Delivers one handoff (idempotent; throws when Temporal did not take it within its deadline). */
 export async function deliverHandoff(target: HandoffTarget, h: Handoff): Promise<void> {
+  if (target.callTimeoutMs === undefined) return deliverNow(target, h);
+  const deadline = Date.now() + target.callTimeoutMs;
+  await target.temporal.connection.withDeadline(deadline, () => deliverNow(target, h));
+}
+
+async function deliverNow(target: HandoffTarget, h: Handoff): Promise<void> {
   const { temporal, taskQueue } = target;
   switch (h.kind) {
     case 'session_start':

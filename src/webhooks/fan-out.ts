@@ -1,3 +1,4 @@
+import type { ClientConfig } from 'pg';
 /** Fan-out: the worker's dispatcher turns committed events into queue rows, one per endpoint, then wakes their workflows. */
 import type { Client } from '@temporalio/client';
 import { EVENTS_CHANNEL } from '../checkout/events';
@@ -104,7 +105,7 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
   }
 
   const loop = startNotifiedLoop({
-    connection: deps.databaseUrl,
+    connection: deps.db.client.config.connection as string | ClientConfig,
     channel: EVENTS_CHANNEL,
     name: 'webhook dispatcher',
     everyMs: sweepEveryMs,

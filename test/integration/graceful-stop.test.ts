@@ -367,7 +367,8 @@ describe('the worker under SIGTERM', () => {
     withLogs(async () => {
       const timeoutMs = 10_001; // the least the setting allows
       const api = await startApi();
-      const worker = await startWorker({ SHUTDOWN_TIMEOUT_MS: String(timeoutMs) });
+      // Statements may wait on the lock below for longer than the bound (by default Postgres would cancel them at 5 s).
+      const worker = await startWorker({ SHUTDOWN_TIMEOUT_MS: String(timeoutMs), DB_STATEMENT_TIMEOUT_MS: '60000' });
       const { endpointId, sendTest, posted } = await receiverEndpoint(api.url, '/stuck');
       let release!: () => void;
       const released = new Promise<void>((resolve) => (release = resolve));

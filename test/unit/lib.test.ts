@@ -97,6 +97,27 @@ describe('loadSettings', () => {
     expect(() => loadSettings({ SHUTDOWN_DRAIN_MS: '-1' })).toThrow(/SHUTDOWN_DRAIN_MS/);
   });
 
+  it('bounds every Postgres wait and Temporal call by default; the query deadline follows the statement one', () => {
+    expect(loadSettings({})).toMatchObject({
+      DB_STATEMENT_TIMEOUT_MS: 5000,
+      DB_QUERY_TIMEOUT_MS: 6000,
+      DB_CONNECT_TIMEOUT_MS: 5000,
+      DB_POOL_ACQUIRE_TIMEOUT_MS: 5000,
+      DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: 60_000,
+      DB_KEEPALIVE_INITIAL_DELAY_MS: 10_000,
+      TEMPORAL_CALL_TIMEOUT_MS: 5000,
+    });
+    expect(loadSettings({ DB_STATEMENT_TIMEOUT_MS: '20000' }).DB_QUERY_TIMEOUT_MS).toBe(21_000);
+    expect(loadSettings({ DB_STATEMENT_TIMEOUT_MS: '20000', DB_QUERY_TIMEOUT_MS: '20500' }).DB_QUERY_TIMEOUT_MS).toBe(
+      20_500,
+    );
+    expect(() => loadSettings({ DB_STATEMENT_TIMEOUT_MS: '20000', DB_QUERY_TIMEOUT_MS: '20000' })).toThrow(
+      /DB_QUERY_TIMEOUT_MS: must be at least DB_STATEMENT_TIMEOUT_MS \+ 500/,
+    );
+    expect(() => loadSettings({ DB_POOL_ACQUIRE_TIMEOUT_MS: '0' })).toThrow(/DB_POOL_ACQUIRE_TIMEOUT_MS/);
+    expect(() => loadSettings({ TEMPORAL_CALL_TIMEOUT_MS: 'never' })).toThrow(/TEMPORAL_CALL_TIMEOUT_MS/);
+  });
+
   it('treats an empty variable as unset', () => {
     expect(loadSettings({ PORT: '', WEBHOOK_SECRET_KEY: '', DATABASE_URL: '' })).toMatchObject({ PORT: 3000 });
     expect(loadSettings({ WEBHOOK_SECRET_KEY: '' }).WEBHOOK_SECRET_KEY).toBeUndefined();

@@ -1,0 +1,50 @@
+import type { Interceptor } from '@grpc/grpc-js';
+import { defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
+import { temporalErrorCause } from './grpc-error';
+
+/** The default deadline of one Temporal call the API makes (TEMPORAL_CALL_TIMEOUT_MS), the SDK's retries included. */
+export const TEMPORAL_CALL_TIMEOUT_MS = 5_000;
+
+/**
+ * gRPC keepalive on the API's Temporal connection, explicit rather than left to the SDK's defaults
+ * (the same values): a connection whose peer went silent is found dead within 45 s and re-opened.
+ */
+export const TEMPORAL_KEEPALIVE = {
+  'grpc.keepalive_time_ms': 30_000,
+  'grpc.keepalive_timeout_ms': 15_000,
+  'grpc.keepalive_permit_without_calls': 1,
+} as const;
+
+/**
+ * Replaces the SDK's default retry interceptor: every call gets a deadline `callTimeoutMs` from its
+ * start unless its caller set one (`connection.withDeadline`), and the SDK's retries of an
+ * unavailable server stop when the next try would start past it, so no call outlives its deadline.
+ */
+export function deadlineInterceptor(callTimeoutMs: number): Interceptor {
+  const defaults = defaultGrpcRetryOptions();
+  return (options, nextCall) => {
+    const given = options.deadline === undefined ? Infinity : new Date(options.deadline).getTime();
+    const deadline = Number.isFinite(given) ? given : Date.now() + callTimeoutMs;
+    let delay = 0;
+    const retries = makeGrpcRetryInterceptor({
+      retryableDecider: (attempt, status) => {
+        if (!defaults.retryableDecider(attempt, status)) return false;
+        delay = defaults.delayFunction(attempt, status);
+        return Date.now() + delay < deadline;
+      },
+      delayFunction: () => delay,
+    });
+    return retries({ ...options, deadline }, nextCall);
+  };
+}
+
+/**
+ * When `err` is a Temporal call that ran out of time or found no server (rather than a refusal), the
+ * deadline that ended it, by its setting's name (`none`: the server was unreachable).
+ */
+export function temporalDeadlineOf(err: unknown): string | undefined {
+  const status = temporalErrorCause(err).grpc_status;
+  if (status === 'DEADLINE_EXCEEDED') return 'TEMPORAL_CALL_TIMEOUT_MS';
+  if (status === 'UNAVAILABLE') return 'none';
+  return undefined;
+}

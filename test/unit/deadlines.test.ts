@@ -1,0 +1,53 @@
+import { postgresDeadlineOf } from '../../src/db/deadlines';
+import { temporalDeadlineOf } from '../../src/temporal/deadlines';
+
+/** A node-postgres server error as knex rethrows it (the statement prefixed to its message). */
+const pgError = (code: string, message: string) =>
+  Object.assign(new Error(`select 1 - ${message}`), { code, severity: 'ERROR' });
+
+/** A Temporal client error wrapping a gRPC status, as the SDK throws them. */
+const grpcError = (code: number, details: string) =>
+  new Error('Failed to signal Workflow', { cause: Object.assign(new Error(details), { code, details, metadata: {} }) });
+
+describe('postgresDeadlineOf', () => {
+  it('names the pool-acquire deadline for knex timing out on a free connection', () => {
+    const err = Object.assign(new Error('Knex: Timeout acquiring a connection.'), { name: 'KnexTimeoutError' });
+    expect(postgresDeadlineOf(err)).toBe('DB_POOL_ACQUIRE_TIMEOUT_MS');
+  });
+
+  it('names the statement deadline for SQLSTATE 57014 and lock_timeout for 55P03', () => {
+    expect(postgresDeadlineOf(pgError('57014', 'canceling statement due to statement timeout'))).toBe(
+      'DB_STATEMENT_TIMEOUT_MS',
+    );
+    expect(postgresDeadlineOf(pgError('55P03', 'canceling statement due to lock timeout'))).toBe('lock_timeout');
+  });
+
+  it('names the client query deadline, even behind the statement knex prefixes', () => {
+    expect(postgresDeadlineOf(new Error('Query read timeout'))).toBe('DB_QUERY_TIMEOUT_MS');
+    expect(postgresDeadlineOf(new Error('select pg_sleep(9) - Query read timeout'))).toBe('DB_QUERY_TIMEOUT_MS');
+  });
+
+  it('names the connect deadline, and none for a Postgres unreachable or going away', () => {
+    expect(postgresDeadlineOf(new Error('timeout expired'))).toBe('DB_CONNECT_TIMEOUT_MS');
+    expect(postgresDeadlineOf(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }))).toBe('none');
+    expect(postgresDeadlineOf(pgError('57P01', 'terminating connection due to administrator command'))).toBe('none');
+  });
+
+  it('leaves every other error alone (a refusal is not an outage)', () => {
+    expect(postgresDeadlineOf(pgError('23505', 'duplicate key value violates unique constraint'))).toBeUndefined();
+    expect(postgresDeadlineOf(new Error('constructor'))).toBeUndefined();
+    expect(postgresDeadlineOf('timeout expired')).toBeUndefined();
+  });
+});
+
+describe('temporalDeadlineOf', () => {
+  it('names the call deadline for DEADLINE_EXCEEDED and none for UNAVAILABLE, anywhere in the cause chain', () => {
+    expect(temporalDeadlineOf(grpcError(4, 'Deadline exceeded'))).toBe('TEMPORAL_CALL_TIMEOUT_MS');
+    expect(temporalDeadlineOf(grpcError(14, 'No connection established'))).toBe('none');
+  });
+
+  it('leaves a refusal by the server alone', () => {
+    expect(temporalDeadlineOf(grpcError(3, 'invalid search attribute'))).toBeUndefined();
+    expect(temporalDeadlineOf(new Error('workflow not found'))).toBeUndefined();
+  });
+});
