@@ -8,6 +8,7 @@ import {
   countWorkflows,
   describeDeployment,
   DRAIN_SETTLE_MS,
+  ROUTING_CHANGE_TIMEOUT_MS,
   grpcCodeOf,
   pollersOn,
   queuesWithoutBuild,
@@ -166,10 +167,13 @@ async function setRouting(
     identity,
   };
   try {
-    await call(connection, () =>
-      rampPercent === undefined
-        ? connection.workflowService.setWorkerDeploymentCurrentVersion(common)
-        : connection.workflowService.setWorkerDeploymentRampingVersion({ ...common, percentage: rampPercent }),
+    await call(
+      connection,
+      () =>
+        rampPercent === undefined
+          ? connection.workflowService.setWorkerDeploymentCurrentVersion(common)
+          : connection.workflowService.setWorkerDeploymentRampingVersion({ ...common, percentage: rampPercent }),
+      ROUTING_CHANGE_TIMEOUT_MS,
     );
   } catch (err) {
     const code = grpcCodeOf(err);

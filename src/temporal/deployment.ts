@@ -109,9 +109,20 @@ const queueTypes: Record<QueueType, temporal.api.enums.v1.TaskQueueType> = {
   activity: enums.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
 };
 
-/** `fn` against the server with TEMPORAL_CALL_TIMEOUT_MS as its deadline. */
-export function call<T>(connection: TemporalConnection, fn: () => Promise<T>): Promise<T> {
-  return connection.withDeadline(Date.now() + TEMPORAL_CALL_TIMEOUT_MS, fn);
+/**
+ * The deadline of a routing change (a build made current or ramping). The server answers it only
+ * once its deployment's own workflow has applied the change to the build's task queues, which on
+ * a busy server took longer than TEMPORAL_CALL_TIMEOUT_MS three times in a row (CI, 2026-11-27).
+ */
+export const ROUTING_CHANGE_TIMEOUT_MS = 30_000;
+
+/** `fn` against the server with `timeoutMs` (TEMPORAL_CALL_TIMEOUT_MS unless said) as its deadline. */
+export function call<T>(
+  connection: TemporalConnection,
+  fn: () => Promise<T>,
+  timeoutMs = TEMPORAL_CALL_TIMEOUT_MS,
+): Promise<T> {
+  return connection.withDeadline(Date.now() + timeoutMs, fn);
 }
 
 /** The gRPC status code somewhere in `err`'s cause chain (the client wraps the server's error). */
