@@ -59,8 +59,7 @@ export function publicRoutes(router: Router, deps: AppDeps, adapters: PublicAdap
   };
   // The process's one LISTEN connection for attempt streams (the app's own, made at the first stream, when the caller gave none).
   let own: AttemptStreamHub | undefined;
-  const streams = () =>
-    deps.attemptStreams ?? (own ??= new AttemptStreamHub({ db, connection: db.client.config.connection }));
+  const streams = () => deps.attemptStreams ?? (own ??= new AttemptStreamHub({ db }));
   const perIp = rateLimit(db, clock, 'public-ip', publicLimits.perIp, (ctx) => `public-ip:${ctx.ip}`);
   const pub = [noStore, perIp, publishableKeyAuth(db)];
   const token = (ctx: { get(name: string): string }) => ctx.get(CUSTOMER_TOKEN_HEADER) || undefined;

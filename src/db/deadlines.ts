@@ -115,7 +115,7 @@ export function clientDeadlineFor(statementMs: number): { query_timeout: number 
  */
 export function withStatementDeadline(connection: unknown, statementMs: number): unknown {
   if (typeof connection !== 'object' || connection === null) return connection;
-  return { ...connection, query_timeout: statementMs + DB_DEADLINE_DEFAULTS.queryMarginMs };
+  return { ...connection, ...clientDeadlineFor(statementMs) };
 }
 
 /** SQLSTATEs of a statement or session Postgres ended on a deadline, or of a server that cannot take work now. */

@@ -8,9 +8,6 @@ export interface ChannelListener {
   stop(): Promise<void>;
 }
 
-/** How long a (re)connect and its LISTEN may take before the attempt counts as failed. */
-const CONNECT_TIMEOUT_MS = 5000;
-
 /**
  * LISTENs on `channel` over a dedicated connection (outside any pool) and calls `onNotify` for
  * each notification with its payload, and once without one after every (re)connect for whatever committed while nobody
@@ -44,16 +41,9 @@ export function listenOn(opts: {
   };
 
   async function connect(): Promise<void> {
-    // Keepalive and the connect and query deadlines hold here too: a LISTEN on a dead peer is found and re-opened.
-    const config =
-      typeof opts.connection === 'string'
-        ? pgConnectionConfig(opts.connection)
-        : {
-            connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-            query_timeout: CONNECT_TIMEOUT_MS,
-            keepAlive: true,
-            ...opts.connection,
-          };
+    // Keepalive and the connect and query deadlines hold here too: a LISTEN on a dead peer is found
+    // and re-opened. A ClientConfig comes from pgConnectionConfig (a pool's, or the worker's own).
+    const config = typeof opts.connection === 'string' ? pgConnectionConfig(opts.connection) : opts.connection;
     const next = new PgClient(config);
     next.on('notification', (message) => opts.onNotify(message.payload ?? ''));
     next.on('error', (err) => {

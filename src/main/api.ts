@@ -50,7 +50,7 @@ async function main(): Promise<void> {
   const temporal = await connectTemporal(settings);
   await requireSearchAttributes(temporal.connection, settings);
   started.temporal = temporal;
-  const attemptStreams = new AttemptStreamHub({ db, connection: requireDatabaseUrl(settings) });
+  const attemptStreams = new AttemptStreamHub({ db });
   const server = createServer(createApp({ db, settings, clock: systemClock, temporal, attemptStreams }).callback());
   const http = drainable(server);
   await new Promise<void>((resolve, reject) => {

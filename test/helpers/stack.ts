@@ -221,7 +221,7 @@ export async function startStack(overrides: Record<string, string> = {}, options
     clock,
     temporal: env.client,
     webhooks,
-    attemptStreams: new AttemptStreamHub({ db, connection: run.databaseUrl }),
+    attemptStreams: new AttemptStreamHub({ db }),
   };
   server.on('request', createApp(deps).callback());
   const webhookMerchants = new Set<string>();

@@ -27,7 +27,7 @@ const appName = `svc-test-streams-${randomString(6)}`;
 
 beforeAll(async () => {
   stack = await startStack();
-  hub = new AttemptStreamHub({ db: stack.db, connection: stack.settings.DATABASE_URL!, applicationName: appName });
+  hub = new AttemptStreamHub({ db: stack.db, applicationName: appName });
   api = await listen(createApp({ ...stack.deps, attemptStreams: hub }));
 });
 afterAll(async () => {
@@ -220,7 +220,7 @@ describe('GET /v1/public/attempts/{attempt_id}/stream', () => {
 
 describe('stopping', () => {
   it('ends every open stream with a reconnect event, and a later one right after its first event', async () => {
-    const stopping = new AttemptStreamHub({ db: stack.db, connection: stack.settings.DATABASE_URL! });
+    const stopping = new AttemptStreamHub({ db: stack.db });
     const other = await listen(createApp({ ...stack.deps, attemptStreams: stopping }));
     try {
       const m = await merchant();

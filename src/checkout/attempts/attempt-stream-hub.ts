@@ -32,8 +32,8 @@ export class AttemptStreamHub {
 
   constructor(
     private readonly opts: {
+      /** The pool's database; the LISTEN connection opens with the same settings and deadlines. */
       db: Db;
-      connection: string | ClientConfig;
       /** The LISTEN connection's `application_name` (what pg_stat_activity shows). */
       applicationName?: string;
     },
@@ -81,8 +81,7 @@ export class AttemptStreamHub {
     if (this.linger) clearTimeout(this.linger);
     this.linger = null;
     if (this.listener) return;
-    const base =
-      typeof this.opts.connection === 'string' ? { connectionString: this.opts.connection } : this.opts.connection;
+    const base = this.opts.db.client.config.connection as ClientConfig;
     this.connects = 0;
     this.listener = listenOn({
       connection: { ...base, application_name: this.opts.applicationName ?? 'svc-api attempt-streams' },
