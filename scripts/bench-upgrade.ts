@@ -237,12 +237,7 @@ async function main(): Promise<void> {
     await sleep(SETTLE_S * 1000);
     enter('promote');
     const promotedAtMs = Date.now();
-    // Promoting is idempotent: when Temporal did not answer in time, the operator runs it again.
-    let promoted = await command(to, 'src/cli/main.ts', ['release', 'promote', '--json'], `ops-${to.buildId}`);
-    for (let tries = 1; tries < 3 && promoted.code !== 0 && promoted.stdout.includes('temporal_unavailable'); tries++) {
-      log(`  release promote: Temporal did not answer in time; running it again`);
-      promoted = await command(to, 'src/cli/main.ts', ['release', 'promote', '--json'], `ops-${to.buildId}`);
-    }
+    const promoted = await command(to, 'src/cli/main.ts', ['release', 'promote', '--json'], `ops-${to.buildId}`);
     if (promoted.code !== 0) throw new Error(`release promote failed:\n${promoted.stdout}${promoted.stderr}`);
     await sleep(SETTLE_S * 1000);
 
