@@ -21,9 +21,15 @@ import { deliveryAgent, postWebhook, SendResult } from '../src/webhooks/send';
 import { webhookHeaders } from '../src/webhooks/sign';
 import { checkWebhookUrl, CheckedTarget, UrlCheck } from '../src/webhooks/url-safety';
 import type { QueueNotices } from '../src/webhooks/queue-announce';
+import { startWatching, stopWatching } from '../src/webhooks/watches';
 
 /** How long one `deliverDue` keeps taking newly due rows before it reports back to its workflow. */
 const DELIVER_DUE_BUDGET_MS = 2000;
+/**
+ * How long its watch is recorded for (src/webhooks/watches.ts): the budget and the recording of
+ * the POSTs in flight; it ends earlier when the activity does, and lapses by itself if it dies.
+ */
+const WATCH_LEASE_MS = DELIVER_DUE_BUDGET_MS + 2000;
 /** A recording pass waits up to this long for more POSTs to finish, unless this many wait or none is in flight. */
 const RECORD_GATHER_MS = 10;
 const RECORD_GATHER_ROWS = 50;
@@ -183,7 +189,6 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices, st
       // rows the dispatcher queues are due at their commit.
       const at = () => Math.max(input.nowMs + (Date.now() - started), Date.now());
       const totals = { attempted: 0, delivered: 0, failed: 0 };
-      let endpoint = await loadEndpoint(endpointId);
       let checked: { url: string; check: Awaited<ReturnType<typeof checkWebhookUrl>> } | undefined;
       let firstClaim = true;
       /** Claimed and not yet sent: the POSTs in flight, which `limit` bounds. */
@@ -204,6 +209,11 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices, st
         rang();
       });
       stopping?.addEventListener('abort', rang);
+      // Watched from here (its announcements heard): the dispatcher need not wake the workflow.
+      let [endpoint] = await Promise.all([
+        loadEndpoint(endpointId),
+        watch ? startWatching(db, endpointId, WATCH_LEASE_MS) : undefined,
+      ]);
       const track = (p: Promise<void>) => {
         const tracked = p.catch((err: unknown) => {
           failure ??= err;
@@ -334,6 +344,8 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices, st
         }
         while (rounds.size > 0) await Promise.all(rounds);
       } finally {
+        // Before the queue is read below: a row the dispatcher queued without a wake is seen there.
+        if (watch) await stopWatching(db, endpointId).catch((err: unknown) => void (failure ??= err));
         watch?.close();
         stopping?.removeEventListener('abort', rang);
       }

@@ -24,6 +24,18 @@ for (const outcome of ['delivered', 'http_4xx', 'http_5xx', 'timeout', 'refused'
   attempts.inc({ outcome }, 0);
 }
 
+/**
+ * The dispatcher's wakes of endpoint workflows: `sent` (a signal reached Temporal), `failed` (it did
+ * not: the overdue sweep tries again), `skipped` (the endpoint's activity watched its queue).
+ */
+export const webhookWakes = new Counter({
+  name: 'svc_webhook_wakes_total',
+  help: 'Wake signals to endpoint delivery workflows, by outcome sent|failed|skipped.',
+  labelNames: ['outcome'] as const,
+  registers: [registry],
+});
+for (const outcome of ['sent', 'failed', 'skipped'] as const) webhookWakes.inc({ outcome }, 0);
+
 /** Endpoints disabled after failing for three days. */
 export const webhookEndpointsDisabled = new Counter({
   name: 'svc_webhook_endpoints_disabled_total',

@@ -9,6 +9,8 @@ import { DispatchableEvent, endpointsFor, startWaker, wakeTargets } from './rout
 import { enqueue, overdueEndpoints, QueueEntry } from './queue';
 import { announceQueued } from './queue-announce';
 import { recordInStoredTrace } from '../telemetry/propagation';
+import { webhookWakes } from '../telemetry/webhooks';
+import { watchedEndpoints } from './watches';
 
 export interface DispatcherDeps {
   db: Db;
@@ -38,7 +40,8 @@ const OVERDUE_MS = 30_000;
  * is one short transaction that locks undispatched events (FOR UPDATE SKIP LOCKED, so several
  * dispatchers share the work), queues one row per matching endpoint in `webhook_queue` and marks
  * the events dispatched; after the commit, and never inside it, each endpoint's workflow gets a
- * wake signal, sent in the background (`startWaker`) so that no pass waits on Temporal: a slow
+ * wake signal unless its delivery activity watches its queue (src/webhooks/watches.ts: it hears
+ * the rows announced at the commit), sent in the background (`startWaker`) so that no pass waits on Temporal: a slow
  * signal delays that endpoint's wake only, never the next events' fan-out. A dispatcher dying after the commit loses no delivery: the rows are in Postgres,
  * and the sweep wakes any endpoint whose rows stay overdue.
  */
@@ -52,7 +55,7 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
   /** One batch; returns how many events it dispatched. */
   async function dispatchBatch(): Promise<number> {
     const started = Date.now();
-    const { events, targets, wakes } = await deps.db.transaction(async (trx) => {
+    const { events, targets, wakes, skipped } = await deps.db.transaction(async (trx) => {
       const query = trx('events')
         .whereNull('dispatched_at')
         .orderBy('created_at')
@@ -62,7 +65,7 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
         .select('id', 'merchant_id', 'mode', 'type', 'target_endpoint_id', 'traceparent', 'created_at');
       if (deps.merchantIds) query.whereIn('merchant_id', [...deps.merchantIds]);
       const events: Array<DispatchableEvent & { created_at: Date }> = await query;
-      if (events.length === 0) return { events, targets: new Map<string, string[]>(), wakes: [] };
+      if (events.length === 0) return { events, targets: new Map<string, string[]>(), wakes: [], skipped: 0 };
       const targets = await endpointsFor(trx, events, { enabledOnly: false });
       const entries: QueueEntry[] = events.flatMap((e) =>
         (targets.get(e.id) ?? []).map((endpointId) => ({ eventId: e.id, endpointId })),
@@ -77,8 +80,15 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
         )
         .whereBetween('created_at', [events[0].created_at, events[events.length - 1].created_at])
         .update({ dispatched_at: trx.fn.now() });
-      const described = await wakeTargets(trx, [...counts.keys()]);
-      return { events, targets, wakes: described.map((target) => ({ target, count: counts.get(target.id) })) };
+      // An endpoint whose activity watches its queue hears of the rows at commit: no wake. The
+      // watches stay locked until the commit, so an activity ending its watch sees these rows.
+      const watched = await watchedEndpoints(trx, [...counts.keys()]);
+      const described = await wakeTargets(
+        trx,
+        [...counts.keys()].filter((id) => !watched.has(id)),
+      );
+      const wakes = described.map((target) => ({ target, count: counts.get(target.id) }));
+      return { events, targets, wakes, skipped: watched.size };
     });
     // Each event's fan-out, committed, in the trace that recorded the event.
     for (const e of events)
@@ -87,6 +97,7 @@ export function startDispatcher(deps: DispatcherDeps): Dispatcher {
         'webhook.endpoints': targets.get(e.id)?.length ?? 0,
       });
     for (const { target, count: rows } of wakes) waker.wake(target, rows);
+    if (skipped > 0) webhookWakes.inc({ outcome: 'skipped' }, skipped);
     return events.length;
   }
 

@@ -4,6 +4,7 @@ import type { Db } from '../db/knex';
 import type { KeyMode } from '../keys/keys';
 import { mapLimited } from '../lib/concurrency';
 import { log } from '../lib/log';
+import { webhookWakes } from '../telemetry/webhooks';
 import { WakeTarget, wakeEndpoint } from '../temporal/delivery';
 import { subscribes } from './endpoint-row';
 
@@ -121,11 +122,15 @@ export function startWaker(temporal: Client, taskQueue: string, concurrency: num
       waiting.delete(id);
       inFlight.add(id);
       wakeEndpoint(temporal, taskQueue, next.target, next.count)
-        .catch((err) =>
-          log.warn('could not wake a delivery workflow; the dispatcher sweep retries', {
-            endpoint_id: id,
-            error: err,
-          }),
+        .then(
+          () => webhookWakes.inc({ outcome: 'sent' }),
+          (err: unknown) => {
+            webhookWakes.inc({ outcome: 'failed' });
+            log.warn('could not wake a delivery workflow; the dispatcher sweep retries', {
+              endpoint_id: id,
+              error: err,
+            });
+          },
         )
         .finally(() =>
           setTimeout(() => {
