@@ -263,6 +263,8 @@ async function main(): Promise<void> {
       [FLOOR_WORKER]: async () => [floorWorker.pid!],
     };
     let journeys = 0;
+    /** What the press answered (`pending`, or the outcome when the workflow's Update answered it). */
+    const pressAnswers = new Map<string, number>();
 
     /** One journey of merchant `m`, each step timed into `times`; throws on the first thing that goes wrong. */
     const journey = async (m: Merchant, times: LoadResult['times']): Promise<number> => {
@@ -298,9 +300,14 @@ async function main(): Promise<void> {
         method: 'test',
       });
       lap('attempt');
-      await call(`${baseUrl}/v1/public/test-gateway/${attempt.attempt_id}/decide`, 'POST', 200, browser, {
-        decision: 'succeeded',
-      });
+      const pressedAnswer = await call(
+        `${baseUrl}/v1/public/test-gateway/${attempt.attempt_id}/decide`,
+        'POST',
+        200,
+        browser,
+        { decision: 'succeeded' },
+      );
+      pressAnswers.set(pressedAnswer.status, (pressAnswers.get(pressedAnswer.status) ?? 0) + 1);
       lap('press');
       const pressed = mark;
       let state =
@@ -455,6 +462,7 @@ async function main(): Promise<void> {
         (steady.unfinished ? ` (${steady.unfinished} unfinished ${DRAIN_S} s after the last arrival)` : '') +
         (steady.errors.length > steady.unfinished ? `; first: ${steady.errors.slice(0, 3).join(' | ')}` : ''),
     );
+    log(`press answered (all loads): ${[...pressAnswers].map(([status, n]) => `${status} ${n}`).join(', ')}`);
     log('');
     log(
       table([
