@@ -17,6 +17,8 @@ export const patches = {
    * make the same commands as before).
    */
   sessionFastForward: 'session-fast-forward',
+  /** Session: an attempt's outcome is settled by a local activity (no activity task through the server). */
+  sessionLocalSettle: 'session-local-settle',
   /** Refund: the vendor call and the settling write are separate activities. */
   refundVendorCallApart: 'refund-vendor-call-apart',
   /**

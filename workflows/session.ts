@@ -1,9 +1,11 @@
 import {
   ActivityFailure,
+  allHandlersFinished,
   condition,
   makeContinueAsNewFunc,
   patched,
   proxyActivities,
+  proxyLocalActivities,
   setCurrentDetails,
   setHandler,
   setWorkflowOptions,
@@ -17,6 +19,7 @@ import { sessionStatusKey } from '../src/temporal/search-attributes';
 import {
   AttemptStart,
   attemptDecisionSignal,
+  attemptDecisionUpdate,
   attemptResolvedSignal,
   attemptSchedule,
   attemptStartedSignal,
@@ -38,6 +41,18 @@ const { expireSession } = proxyActivities<SessionActivities>({
 const { settleAttempt } = proxyActivities<AttemptActivities>({
   ...activityOptions,
   summary: 'settle the attempt and move its session',
+});
+/**
+ * The same transaction as a local activity (patch session-local-settle): run by the worker inside
+ * the workflow task that decided it, so no activity task goes through the server and back (the
+ * outcome commits one server round trip sooner, and the server records a marker, not three
+ * events). Past 10 s of local retries it is scheduled again as a timer-backed local attempt.
+ */
+const { settleAttempt: settleAttemptLocally } = proxyLocalActivities<AttemptActivities>({
+  startToCloseTimeout: '10 seconds',
+  localRetryThreshold: '10 seconds',
+  retry: { maximumInterval: '1 minute' },
+  summary: 'settle the attempt and move its session (local)',
 });
 type RecheckAnswer = Awaited<ReturnType<AttemptActivities['recheckAttempt']>>;
 
@@ -92,6 +107,19 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<stri
   setHandler(attemptStartedSignal, adopt);
   setHandler(attemptDecisionSignal, ({ attemptId, decision }) => {
     if (!decisions.has(attemptId)) decisions.set(attemptId, decision);
+  });
+  /**
+   * Each attempt's status as its decision's Update answers it: set when `runAttempt` settled it, or
+   * `pending` once it waits for a later outcome (or ends without one). Not carried: an Update
+   * waiting when the run ends answers `pending`.
+   */
+  const answers = new Map<string, string>();
+  /** The run is ending: Updates still waiting answer `pending`. */
+  let ending = false;
+  setHandler(attemptDecisionUpdate, async ({ attemptId, decision }) => {
+    if (!decisions.has(attemptId)) decisions.set(attemptId, decision);
+    await condition(() => answers.has(attemptId) || ending);
+    return { attemptStatus: answers.get(attemptId) ?? 'pending' };
   });
   setHandler(attemptVerifySignal, ({ attemptId }) => void verified.add(attemptId));
   setHandler(attemptResolvedSignal, ({ attemptId }) => void resolved.add(attemptId));
@@ -151,10 +179,14 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<stri
     const id = attempt.attemptId;
     const timesOutAtMs = () => attempt.startedAtMs + attemptSchedule.timeoutMs;
     const dueAt = () => `times out at ${at(timesOutAtMs())}`;
-    const settle = async (outcome: 'succeeded' | 'failed' | 'canceled', reason?: string) =>
-      show(
-        (await settleAttempt({ attemptId: id, outcome, reason, expireIfDue: Date.now() >= expiresAtMs })).sessionStatus,
-      );
+    const settle = async (outcome: 'succeeded' | 'failed' | 'canceled', reason?: string) => {
+      const run = patched(patches.sessionLocalSettle) ? settleAttemptLocally : settleAttempt;
+      const result = await run({ attemptId: id, outcome, reason, expireIfDue: Date.now() >= expiresAtMs });
+      answers.set(id, result.attemptStatus);
+      return show(result.sessionStatus);
+    };
+    /** The outcome will come later: a decision's Update answers `pending` now. */
+    const later = () => void (answers.has(id) || answers.set(id, 'pending'));
     // A newer attempt can only exist once this one was settled elsewhere (one pending per session).
     const settledElsewhere = () => resolved.has(id) || queue.length > 0;
     // Only the simulated vendor answers by button or amount rule; any other is asked at the vendor.
@@ -197,6 +229,7 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<stri
       if (decision === 'failed') return settle('failed', 'simulated_decline');
       if (decision === 'canceled') return settle('canceled', 'canceled_by_shopper');
       if (decision === 'slow') {
+        later();
         waiting(`attempt ${id} pending, slow button, answer due ${at(Date.now() + attemptSchedule.slowAnswerMs)}`);
         await attemptWait(attempt, attemptSchedule.slowAnswerMs, 'slow button: no answer for 90 s');
       }
@@ -206,6 +239,7 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<stri
         case 'declined':
           return settle('failed', 'simulated_decline');
         case 'delayed_success':
+          later();
           waiting(
             `attempt ${id} pending, amount rule 003, succeeds at ${at(Date.now() + attemptSchedule.delayedSuccessMs)}`,
           );
@@ -217,6 +251,7 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<stri
           break;
       }
     }
+    later();
     const backoff = attemptSchedule.recheckBackoffMs;
     for (let check = 0; ; check++) {
       const left = timesOutAtMs() - Date.now();
@@ -265,35 +300,44 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<stri
     (workflowInfo().historyLength >= historyBound || workflowInfo().continueAsNewSuggested) &&
     patched(patches.sessionContinueAsNew);
 
-  for (;;) {
-    if (settled !== null) return show(settled);
-    if (pastBound()) return continueAsNew();
-    const next = queue.shift();
-    if (next) {
-      running = next;
-      const status = await runAttempt(next).finally(() => (running = undefined));
-      if (FINAL.includes(status)) return status;
-      continue;
+  try {
+    for (;;) {
+      if (settled !== null) return show(settled);
+      if (pastBound()) return continueAsNew();
+      const next = queue.shift();
+      if (next) {
+        running = next;
+        const status = await runAttempt(next).finally(() => {
+          running = undefined;
+          if (!answers.has(next.attemptId)) answers.set(next.attemptId, 'pending');
+        });
+        if (FINAL.includes(status)) return status;
+        continue;
+      }
+      const remaining = expiresAtMs - Date.now();
+      if (remaining > 0) {
+        waiting('open, no attempt pending');
+        await waitUntil(
+          () => expiresAtMs,
+          () => settled !== null || queue.length > 0,
+          'until expires_at, unless settled first',
+        );
+        continue;
+      }
+      const { status, pendingAttempt } = await expireSession({ sessionId });
+      if (status !== 'processing') return show(status);
+      // An attempt is with the vendor: see it through first (its own signal may still be on its way).
+      if (pendingAttempt && !known.has(pendingAttempt.attemptId)) adopt(pendingAttempt);
+      else {
+        waiting('expires_at passed with an attempt at the vendor; waiting for its hand-over');
+        await condition(() => queue.length > 0, sessionSchedule.handoverWaitMs, {
+          summary: 'until the pending attempt is handed over',
+        });
+      }
     }
-    const remaining = expiresAtMs - Date.now();
-    if (remaining > 0) {
-      waiting('open, no attempt pending');
-      await waitUntil(
-        () => expiresAtMs,
-        () => settled !== null || queue.length > 0,
-        'until expires_at, unless settled first',
-      );
-      continue;
-    }
-    const { status, pendingAttempt } = await expireSession({ sessionId });
-    if (status !== 'processing') return show(status);
-    // An attempt is with the vendor: see it through first (its own signal may still be on its way).
-    if (pendingAttempt && !known.has(pendingAttempt.attemptId)) adopt(pendingAttempt);
-    else {
-      waiting('expires_at passed with an attempt at the vendor; waiting for its hand-over');
-      await condition(() => queue.length > 0, sessionSchedule.handoverWaitMs, {
-        summary: 'until the pending attempt is handed over',
-      });
-    }
+  } finally {
+    // An Update still waiting answers before the run ends (returns, or continues as new).
+    ending = true;
+    await condition(allHandlersFinished);
   }
 }

@@ -13,7 +13,9 @@ import {
   SessionStart,
   signalAttemptResolved,
   signalAttemptStarted,
+  signalDecision,
   signalFastForwarded,
+  TestGatewayDecision,
   signalSessionSettled,
   startSessionWorkflow,
 } from './session';
@@ -29,6 +31,8 @@ export type Handoff =
   | { kind: 'session_start'; session: SessionStart }
   /** An attempt sent to the vendor, for the session workflow to run (starting it if it is gone). */
   | { kind: 'attempt_started'; session: SessionStart; attempt: AttemptStart }
+  /** A button pressed on the test gateway's page (the API tries an Update first: `decideByUpdate`). */
+  | { kind: 'attempt_decided'; sessionId: string; attemptId: string; decision: TestGatewayDecision }
   /** An attempt settled outside the workflow (its initiation failed). */
   | { kind: 'attempt_resolved'; sessionId: string; attemptId: string; status: string }
   /** A session settled outside its workflow (`/expire`, a shopper cancel, a new price, cash on delivery). */
@@ -143,6 +147,8 @@ async function deliverNow(target: HandoffTarget, h: Handoff): Promise<void> {
       return startSessionWorkflow(temporal, taskQueue, h.session);
     case 'attempt_started':
       return signalAttemptStarted(temporal, taskQueue, { session: h.session, attempt: h.attempt });
+    case 'attempt_decided':
+      return signalDecision(temporal, h.sessionId, h.attemptId, h.decision);
     case 'attempt_resolved':
       return signalAttemptResolved(temporal, h.sessionId, h.attemptId, h.status);
     case 'session_settled':
@@ -191,6 +197,15 @@ function forgetDelivered(db: Db, ids: number[]): void {
         );
     }
   })().finally(() => (queue.running = undefined));
+}
+
+/** Marks handoffs delivered another way (an Update that carried the same change): deleted in the background. */
+export function handoffsDelivered(db: Db, pending: PendingHandoff[]): void {
+  if (pending.length > 0)
+    forgetDelivered(
+      db,
+      pending.map((p) => p.id),
+    );
 }
 
 /** Resolves once the delivered handoffs of `db` handed to the background so far are deleted. */

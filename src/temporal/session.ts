@@ -5,7 +5,7 @@
  */
 import type { Client } from '@temporalio/client';
 import { WorkflowIdConflictPolicy, WorkflowNotFoundError } from '@temporalio/common';
-import { defineSignal } from '@temporalio/workflow';
+import { defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { sessionWorkflow } from '../../workflows/session';
 import { merchantIdKey, modeKey, referenceIdKey, sessionStatusKey } from './search-attributes';
 
@@ -72,6 +72,25 @@ export type TestGatewayDecision = 'succeeded' | 'failed' | 'canceled' | 'slow';
 /** A button on the test gateway's page. */
 export const attemptDecisionSignal =
   defineSignal<[{ attemptId: string; decision: TestGatewayDecision }]>('attemptDecision');
+
+/** What the session workflow answers a button with: the attempt's status once it is known. */
+export interface DecisionAnswer {
+  /**
+   * `succeeded`, `failed` or `canceled` once settled; `pending` when the outcome is not immediate
+   * (the slow button, amount rules 002 and 003) or the run ended before it was known.
+   */
+  attemptStatus: string;
+}
+
+/**
+ * A button on the test gateway's page, as an Update: the workflow records the decision as the
+ * signal does, and answers once it settled the attempt (or knows it will not at once), so the API
+ * returns the outcome in the same call. The decision's handoff (the signal) stays the fallback.
+ */
+export const attemptDecisionUpdate = defineUpdate<
+  DecisionAnswer,
+  [{ attemptId: string; decision: TestGatewayDecision }]
+>('attemptDecide');
 
 /** The shopper came back without a button and the return page asked to verify: the amount rule decides. */
 export const attemptVerifySignal = defineSignal<[{ attemptId: string }]>('attemptVerify');
@@ -225,15 +244,42 @@ export async function signalSessionSettled(
   );
 }
 
-/** Passes a test-gateway button to the session workflow running the attempt. */
+/** Passes a test-gateway button to the session workflow running the attempt (one that has ended has nothing to decide). */
 export async function signalDecision(
   client: Client,
   sessionId: string,
   attemptId: string,
   decision: TestGatewayDecision,
 ): Promise<void> {
-  await client.workflow.getHandle(sessionWorkflowId(sessionId)).signal(attemptDecisionSignal, { attemptId, decision });
+  await unlessEnded(
+    client.workflow.getHandle(sessionWorkflowId(sessionId)).signal(attemptDecisionSignal, { attemptId, decision }),
+  );
 }
+
+/**
+ * Passes a test-gateway button to the session workflow as an Update and returns the attempt's
+ * status as the workflow settled it (throws when the workflow did not take it: a run of a release
+ * without the handler, a deadline, Temporal down; the caller then delivers the signal).
+ */
+export async function decideByUpdate(
+  client: Client,
+  sessionId: string,
+  attemptId: string,
+  decision: TestGatewayDecision,
+): Promise<DecisionAnswer> {
+  return client.connection.withDeadline(Date.now() + DECISION_UPDATE_TIMEOUT_MS, () =>
+    client.workflow
+      .getHandle(sessionWorkflowId(sessionId))
+      .executeUpdate(attemptDecisionUpdate, { args: [{ attemptId, decision }] }),
+  );
+}
+
+/**
+ * How long a button waits for the workflow's answer (its Update) before the decision goes by its
+ * handoff: a workflow task and the settling transaction take milliseconds; a worker down or a
+ * saturated server must not hold the shopper's press.
+ */
+export const DECISION_UPDATE_TIMEOUT_MS = 2000;
 
 /** Asks the session workflow to let the amount rule decide (the shopper came back without a button). */
 export async function signalVerify(client: Client, sessionId: string, attemptId: string): Promise<void> {

@@ -307,9 +307,10 @@ describe('the test gateway buttons', () => {
     const { s, attempt } = await pendingAttempt(m);
     const res = await decide(m, attempt.attempt_id, 'succeeded');
     expect(res.status).toBe(200);
+    // The workflow's Update settled it within the call: the answer has the outcome.
     expect(res.body).toEqual({
       attempt_id: attempt.attempt_id,
-      status: 'pending',
+      status: 'succeeded',
       return_url: `${stack.settings.PUBLIC_BASE_URL}/r/${attempt.attempt_id}`,
     });
     const row = await settled(attempt.attempt_id);
@@ -382,6 +383,30 @@ describe('the test gateway buttons', () => {
     await settled(second.body.attempt_id);
     expect(await merchantRead(m, s.id)).toMatchObject({ status: 'completed', payment_status: 'paid' });
     expect((await merchantRead(m, s.id)).payment.attempt_id).toBe(second.body.attempt_id);
+  });
+
+  it('when the Update fails (the workflow is gone), answers pending and delivers the decision by its handoff', async () => {
+    const m = await merchantWith();
+    const { s, attempt } = await pendingAttempt(m);
+    await stack.env.client.workflow.getHandle(s.id).terminate('the test ends it');
+    const res = await decide(m, attempt.attempt_id, 'succeeded');
+    expect(res.status).toBe(200);
+    expect(res.body.status).toBe('pending');
+    // Recorded in Postgres, and its handoff delivered (a workflow that ended has nothing to hear).
+    expect(await attemptRow(attempt.attempt_id)).toMatchObject({ status: 'pending', decision: 'succeeded' });
+    await until(
+      async () => (await stack.db('workflow_handoffs').where({ workflow_id: s.id })).length === 0,
+      'the handoff delivered',
+    );
+  });
+
+  it('answers pending to the slow button at once (its outcome comes later)', async () => {
+    const m = await merchantWith();
+    const { attempt } = await pendingAttempt(m);
+    const res = await decide(m, attempt.attempt_id, 'slow');
+    expect(res.status).toBe(200);
+    expect(res.body.status).toBe('pending');
+    expect((await attemptRow(attempt.attempt_id)).status).toBe('pending');
   });
 
   it('answers 409 attempt_already_decided to a second button, and keeps the first', async () => {
