@@ -62,6 +62,14 @@ const timerSeconds = (e: HistoryEvent) => {
 };
 const activityScheduled = (events: HistoryEvent[], name: string) =>
   events.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === name);
+/** Each settle of an attempt: an activity scheduled (runs from before patch session-local-settle) or a local activity's marker. */
+const settleEvents = (events: HistoryEvent[]) =>
+  events.filter(
+    (e) =>
+      e.activityTaskScheduledEventAttributes?.activityType?.name === 'settleAttempt' ||
+      (e.eventType === EventType.EVENT_TYPE_MARKER_RECORDED &&
+        e.markerRecordedEventAttributes?.markerName === 'core_local_activity'),
+  );
 
 describe('deadlines on recorded times', () => {
   it('expires at expires_at (±1 s of workflow time) when the worker first runs the workflow 10 minutes after the create', async () => {
@@ -147,7 +155,8 @@ describe('deadlines on recorded times', () => {
       // Its retries stop by the attempt's deadline (the server gives up before a retry that would pass it).
       expect(eventMs(ended[0])).toBeLessThanOrEqual(startedAtMs + attemptSchedule.timeoutMs + SECOND);
       // The workflow task that settled it was due (its timer fired) at the 24 hours.
-      const [settled] = activityScheduled(events, 'settleAttempt');
+      // The settle: a local activity's marker (patch session-local-settle), recorded after its task.
+      const [settled] = settleEvents(events);
       const due = events.filter(
         (e) =>
           e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED && Number(e.eventId) < Number(settled.eventId),
@@ -261,7 +270,7 @@ describe('only test-gateway attempts are settled by buttons', () => {
       await signalDecision(stack.env.client, s.id, attemptId, 'succeeded');
       await untilHistoryEndsWith(stack, s.id, 'signal attemptDecision');
       await settle();
-      expect(activityScheduled(await eventsOf(s.id), 'settleAttempt')).toHaveLength(0);
+      expect(settleEvents(await eventsOf(s.id))).toHaveLength(0);
       expect((await attemptRow(attemptId)).status).toBe('pending');
       expect((await sessionRead(s.id)).status).toBe('processing');
       await keepHistory(stack, s.id, 'session/non-test-gateway-button-ignored');
