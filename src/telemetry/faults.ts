@@ -18,10 +18,13 @@ function firstLine(message: string): string {
 }
 
 /** `err` of a probe of Postgres or Temporal, described (`deadline`: the setting whose bound it passed). */
-export function faultOf(err: unknown, deadline: string): Fault {
-  if (err instanceof DeadlineExceeded)
-    return { error_class: 'deadline', detail: `no answer within ${err.ms} ms (${deadline})` };
-  if (!(err instanceof Error)) return { error_class: 'error', detail: firstLine(String(err)) };
+export function faultOf(error: unknown, deadline: string): Fault {
+  const err = error as Error;
+  if (error instanceof DeadlineExceeded)
+    return { error_class: 'deadline', detail: `no answer within ${error.ms} ms (${deadline})` };
+  // Duck-typed: errors of node's own (a refused socket) may come from another realm (jest's sandbox).
+  if (typeof error !== 'object' || error === null || typeof err.message !== 'string')
+    return { error_class: 'error', detail: firstLine(String(error)) };
   const { code, severity } = err as Error & { code?: unknown; severity?: unknown };
   const grpc = temporalErrorCause(err);
   const text = [err.message, grpc.grpc_message ?? ''].join(' ');
