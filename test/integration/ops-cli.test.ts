@@ -1192,7 +1192,7 @@ describe('as a subprocess', () => {
 });
 
 describe('status', () => {
-  it('prints the backlogs, failing endpoints, sessions in payment and Temporal state as one document', async () => {
+  it('prints the dependencies as it reaches them, its clock skew, the backlogs, failing endpoints, sessions in payment and Temporal state as one document', async () => {
     // A database of its own, so the figures are exact.
     const own = await ownDatabase();
     try {
@@ -1206,6 +1206,24 @@ describe('status', () => {
       expect(result.exitCode).toBe(0);
       const doc = JSON.parse(result.stdout);
       expect(doc).toEqual({
+        dependencies: [
+          {
+            dependency: 'postgres',
+            ok: true,
+            ms: expect.any(Number),
+            deadline: `DB_QUERY_TIMEOUT_MS ${deps.settings.DB_QUERY_TIMEOUT_MS} ms`,
+            detail: null,
+          },
+          {
+            dependency: 'temporal',
+            ok: false,
+            ms: 0,
+            deadline: `TEMPORAL_CALL_TIMEOUT_MS ${deps.settings.TEMPORAL_CALL_TIMEOUT_MS} ms`,
+            detail: 'no Temporal connection',
+          },
+        ],
+        clock_skew_seconds: expect.any(Number),
+        processes: [],
         backlogs: {
           webhook_deliveries_pending: 0,
           webhook_oldest_due_delivery_age_seconds: 0,
@@ -1228,7 +1246,9 @@ describe('status', () => {
       expect(doc.backlogs.outbox.email.oldest_pending_age_seconds).toBeGreaterThanOrEqual(7200);
       const text = await run(['status'], { ...deps, db: own.db });
       expect(text.exitCode).toBe(0);
-      expect(text.stdout).toMatch(/^backlogs:\n {2}webhook_deliveries_pending +0\n/);
+      expect(Math.abs(doc.clock_skew_seconds)).toBeLessThan(1);
+      expect(text.stdout).toMatch(/^dependencies:\n {2}dependency +ok +ms +deadline +detail\n {2}postgres +true /);
+      expect(text.stdout).toMatch(/\nbacklogs:\n {2}webhook_deliveries_pending +0\n/);
     } finally {
       await own.drop();
     }
