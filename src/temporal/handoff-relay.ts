@@ -23,6 +23,8 @@ export interface HandoffRelayDeps extends Omit<HandoffTarget, 'clock'> {
   batchSize?: number;
   /** Only these merchants' handoffs (test files share one database, each with its own Temporal server). */
   merchantIds?: ReadonlySet<string>;
+  /** Runs between a delivery and its delete (tests freeze a relay here, as a paused process would be). */
+  afterDeliver?: (handoffId: number) => Promise<void>;
 }
 
 /** `drain()` delivers every due handoff now; `stop()` waits for the running pass. */
@@ -119,6 +121,7 @@ export function startHandoffRelay(deps: HandoffRelayDeps): HandoffRelay {
       });
       return;
     }
+    await deps.afterDeliver?.(row.id);
     // Delivered (again, if another relay took the row over: handoffs are idempotent), but deleted
     // only while the claim is this relay's: a row taken over is delivered and deleted by its new
     // holder, and the workflow's next handoff is not claimed before it is.
