@@ -182,8 +182,8 @@ export function startOutboxRelay(deps: OutboxRelayDeps): OutboxRelay {
       const retryAt = new Date(at.getTime() + retryDelayMs(attempts));
       const giveUp = attempts >= MAX_ATTEMPTS || expired(row.kind, createdAt, retryAt);
       const updated = await ownRow(row).update({ last_error: lastError, next_attempt_at: giveUp ? null : retryAt });
-      if (updated === 0) fencedWrite(row, 'failure mark');
-      if (giveUp && updated > 0) outboxGivenUp.inc({ kind: row.kind });
+      if (updated === 0) return fencedWrite(row, 'failure mark');
+      if (giveUp) outboxGivenUp.inc({ kind: row.kind });
       if (giveUp) log.warn('outbox message given up', { id: row.id, kind: row.kind, attempts, error: err });
       else
         log.warn('outbox message not sent; will retry', {
