@@ -40,7 +40,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export class Stack {
   readonly services = new Map<ProcessName, ServiceProcess>();
   readonly links = new Map<string, number>();
-  readonly balancer = new Balancer();
+  /** As a load balancer in production: out after 2 failed checks in a row, fail-open when none is healthy. */
+  readonly balancer = new Balancer(500, { unhealthyAfter: 2, failOpen: true });
   readonly merchants: LoadMerchant[] = [];
   readonly sellers: LoadSeller[] = [];
   /** Webhook deliveries received: `<merchant> <event id>` → count. */
