@@ -107,6 +107,7 @@ async function main(): Promise<void> {
     log(`Alerts reach the suite: ${WATCHDOG} arrived through Prometheus and Alertmanager.`);
     for (const scenario of scenarios) {
       await stack.restore();
+      await stack.freshAlerting();
       outcomes.push(await runScenario(stack, scenario, rules));
     }
   } finally {
