@@ -116,6 +116,9 @@ async function main(): Promise<void> {
     else log(`Logs kept in ${logDir}`);
   }
   report(outcomes);
+  // Everything the suite started is stopped by now; a handle left open by a library (an idle
+  // keep-alive socket of a stopped Alertmanager) must not keep CI waiting.
+  process.exit(process.exitCode ?? 0);
 }
 
 async function runScenario(stack: Stack, scenario: Scenario, rules: Map<string, AlertRule>): Promise<Outcome> {
