@@ -33,6 +33,12 @@ describe('postgresDeadlineOf', () => {
     expect(postgresDeadlineOf(pgError('57P01', 'terminating connection due to administrator command'))).toBe('none');
   });
 
+  it('counts a Postgres out of disk as unavailable (503 with Retry-After), not as a bug (500)', () => {
+    expect(
+      postgresDeadlineOf(pgError('53100', 'could not extend file "base/16384/16385": No space left on device')),
+    ).toBe('none');
+  });
+
   it('leaves every other error alone (a refusal is not an outage)', () => {
     expect(postgresDeadlineOf(pgError('23505', 'duplicate key value violates unique constraint'))).toBeUndefined();
     expect(postgresDeadlineOf(new Error('constructor'))).toBeUndefined();
