@@ -191,7 +191,10 @@ async function waitUntilServing(
     );
   }
   let members: Member[] = [];
-  const ours = new Set(state.processes.map((p) => `${CLUSTER_HOST}:${p.ports.membership}`));
+  // A member is recorded under its membership (ringpop) port; the gRPC port is accepted too.
+  const ours = new Set(
+    state.processes.flatMap((p) => [p.ports.membership, p.ports.grpc].map((port) => `${CLUSTER_HOST}:${port}`)),
+  );
   await waitFor(
     'all six Temporal services in the membership ring',
     async () => {
