@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
 import { missingSearchAttributes, searchAttributeCreateArgs } from '../../src/temporal/search-attribute-setup';
-import { freePort, logTail, waitFor } from '../processes';
+import { createServer } from 'node:net';
+import { logTail, waitFor } from '../processes';
 import { ensureServerBuilt } from './build';
 import {
   CLUSTER_HOST,
@@ -13,6 +14,7 @@ import {
   serverConfigYaml,
   type ClusterDatabase,
   type ProcessPorts,
+  type ServicePorts,
 } from './config';
 import { ensureSchema, liveMembers, type Member } from './schema';
 import {
@@ -112,13 +114,17 @@ export async function startCluster(options: StartClusterOptions): Promise<Starte
 
   mkdirSync(dir, { recursive: true });
   const ports = new Map<string, ProcessPorts>();
+  const taken = new Set<number>();
+  const port = () => freeLowPort(taken);
   for (const p of CLUSTER_PROCESSES) {
-    const entry: ProcessPorts = { grpc: await freePort(), membership: await freePort(), metrics: await freePort() };
-    if (p.service === 'frontend') entry.http = await freePort();
+    const entry: ProcessPorts = { grpc: await port(), membership: await port(), metrics: await port() };
+    if (p.service === 'frontend') entry.http = await port();
     ports.set(p.name, entry);
   }
-  const frontendPorts = ports.get('frontend')!;
-  const frontend = { grpc: frontendPorts.grpc, http: frontendPorts.http! };
+  const peers = Object.fromEntries(
+    [...CLUSTER_PROCESSES].reverse().map((p) => [p.service, ports.get(p.name)!]),
+  ) as ServicePorts;
+  const frontend = peers.frontend;
 
   const state: ClusterState = {
     version: TEMPORAL_SERVER_VERSION,
@@ -138,7 +144,7 @@ export async function startCluster(options: StartClusterOptions): Promise<Starte
     for (const p of CLUSTER_PROCESSES) {
       const config = join(dir, `${p.name}.yaml`);
       const log = join(dir, `${p.name}.log`);
-      writeFileSync(config, serverConfigYaml(serverConfig(p.service, ports.get(p.name)!, frontend, db)), {
+      writeFileSync(config, serverConfigYaml(serverConfig(p.service, ports.get(p.name)!, peers, db)), {
         mode: 0o600,
       });
       const pid = spawnDetached(['--config-file', config, '--allow-no-auth', 'start', '--service', p.service], log);
@@ -154,6 +160,28 @@ export async function startCluster(options: StartClusterOptions): Promise<Starte
     await stopCluster(dir, say);
     throw err;
   }
+}
+
+/**
+ * A free loopback port below 32768, none of `taken`: Temporal's SQL schema records a member's port
+ * in a SMALLINT (cluster_membership.rpc_port), so the kernel's ephemeral ports (32768 and up) make
+ * every service die at its first membership heartbeat ("value out of range for type smallint").
+ */
+async function freeLowPort(taken: Set<number>): Promise<number> {
+  for (let tries = 0; tries < 200; tries++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    if (taken.has(port)) continue;
+    const free = await new Promise<boolean>((resolveFree) => {
+      const server = createServer();
+      server.once('error', () => resolveFree(false));
+      server.listen(port, CLUSTER_HOST, () => server.close(() => resolveFree(true)));
+    });
+    if (free) {
+      taken.add(port);
+      return port;
+    }
+  }
+  throw new Error('no free port between 20000 and 32000 on 127.0.0.1');
 }
 
 /** Starts the server binary in its own session with its output in `log`; returns its pid. */
@@ -172,45 +200,36 @@ async function waitUntilServing(
   db: ClusterDatabase,
   options: StartClusterOptions,
 ): Promise<Member[]> {
-  const alive = () => {
-    const dead = state.processes.find((p) => !isOurs(p.pid));
-    if (dead) throw new Error(`Temporal ${dead.name} exited. Last lines of ${dead.log}:\n${logTail(dead.log)}`);
+  const until = async (what: string, probe: () => Promise<boolean>) => {
+    const deadline = Date.now() + options.timeoutMs;
+    for (;;) {
+      // A process that exits fails the start at once, with its log's last lines.
+      const dead = state.processes.find((p) => !isOurs(p.pid));
+      if (dead) throw new Error(`Temporal ${dead.name} exited. Last lines of ${dead.log}:\n${logTail(dead.log, 5)}`);
+      if (await probe().catch(() => false)) return;
+      if (Date.now() > deadline) throw new Error(`${what} did not happen within ${options.timeoutMs / 1000} s.`);
+      await new Promise((r) => setTimeout(r, 1000));
+    }
   };
-  const wait = { timeoutMs: options.timeoutMs, intervalMs: 1000 };
   for (const p of state.processes) {
-    await waitFor(
-      `Temporal ${p.name} metrics on :${p.ports.metrics}`,
-      async () => {
-        alive();
-        const res = await fetch(`http://${CLUSTER_HOST}:${p.ports.metrics}/metrics`, {
-          signal: AbortSignal.timeout(2000),
-        });
-        return res.ok;
-      },
-      wait,
-    );
+    await until(`Temporal ${p.name} metrics on :${p.ports.metrics}`, async () => {
+      const res = await fetch(`http://${CLUSTER_HOST}:${p.ports.metrics}/metrics`, {
+        signal: AbortSignal.timeout(2000),
+      });
+      return res.ok;
+    });
   }
   let members: Member[] = [];
   // A member is recorded under its membership (ringpop) port; the gRPC port is accepted too.
   const ours = new Set(
     state.processes.flatMap((p) => [p.ports.membership, p.ports.grpc].map((port) => `${CLUSTER_HOST}:${port}`)),
   );
-  await waitFor(
-    'all six Temporal services in the membership ring',
-    async () => {
-      alive();
-      members = (await liveMembers(db)).filter((m) => ours.has(m.address));
-      return members.length === state.processes.length;
-    },
-    wait,
-  );
-  await waitFor(
-    `the Temporal frontend at ${state.address} to report SERVING`,
-    async () => {
-      alive();
-      return (await clusterHealth(options.temporalCli, state.address)).includes('SERVING');
-    },
-    wait,
+  await until('all six Temporal services in the membership ring', async () => {
+    members = (await liveMembers(db)).filter((m) => ours.has(m.address));
+    return members.length === state.processes.length;
+  });
+  await until(`the Temporal frontend at ${state.address} to report SERVING`, async () =>
+    (await clusterHealth(options.temporalCli, state.address)).includes('SERVING'),
   );
   return members;
 }

@@ -22,11 +22,8 @@ export interface ProcessPorts {
   http?: number;
 }
 
-/** The frontend every process names as the cluster's address (the worker service reaches it through membership). */
-export interface FrontendAddress {
-  grpc: number;
-  http: number;
-}
+/** One process's ports for each service: what every process's config lists for the services it does not run. */
+export type ServicePorts = Record<TemporalService, ProcessPorts>;
 
 /** `postgres://user:pw@host:port/db` to the server part of a ClusterDatabase. */
 export function clusterDatabaseFromUrl(
@@ -68,15 +65,21 @@ function sqlStore(db: ClusterDatabase, databaseName: string, maxConns: number) {
 export function serverConfig(
   service: TemporalService,
   ports: ProcessPorts,
-  frontend: FrontendAddress,
+  peers: ServicePorts,
   db: ClusterDatabase,
 ): Record<string, unknown> {
-  const rpc: Record<string, unknown> = {
-    grpcPort: ports.grpc,
-    membershipPort: ports.membership,
+  const rpc = (p: ProcessPorts) => ({
+    grpcPort: p.grpc,
+    membershipPort: p.membership,
     bindOnIP: CLUSTER_HOST,
-  };
-  if (ports.http !== undefined) rpc.httpPort = ports.http;
+    ...(p.http === undefined ? {} : { httpPort: p.http }),
+  });
+  // Every service is listed (the membership monitor tracks the rings of those named), with this
+  // process's own ports for the one it runs; the others' addresses come from membership.
+  const services = Object.fromEntries(
+    (Object.keys(peers) as TemporalService[]).map((s) => [s, { rpc: rpc(s === service ? ports : peers[s]) }]),
+  );
+  const frontend = peers.frontend;
   return {
     log: { stdout: true, level: 'warn' },
     persistence: {
@@ -92,7 +95,7 @@ export function serverConfig(
       membership: { maxJoinDuration: '30s', broadcastAddress: CLUSTER_HOST },
       metrics: { prometheus: { timerType: 'histogram', listenAddress: `${CLUSTER_HOST}:${ports.metrics}` } },
     },
-    services: { [service]: { rpc } },
+    services,
     clusterMetadata: {
       enableGlobalNamespace: false,
       failoverVersionIncrement: 10,
@@ -104,7 +107,7 @@ export function serverConfig(
           initialFailoverVersion: 1,
           rpcName: 'frontend',
           rpcAddress: `${CLUSTER_HOST}:${frontend.grpc}`,
-          httpAddress: `${CLUSTER_HOST}:${frontend.http}`,
+          httpAddress: `${CLUSTER_HOST}:${frontend.http!}`,
         },
       },
     },

@@ -52,10 +52,11 @@ describe('docker-compose.yml and npm run cluster', () => {
   });
 
   it('uses the same shard count, connection pools and dynamic config file', () => {
+    const ports = { grpc: 1, membership: 2, metrics: 3 };
     const config = serverConfig(
       'history',
-      { grpc: 1, membership: 2, metrics: 3 },
-      { grpc: 4, http: 5 },
+      ports,
+      { frontend: { ...ports, http: 4 }, history: ports, matching: ports, worker: ports },
       {
         host: 'h',
         port: 5432,
