@@ -52,6 +52,10 @@ describe('temporalDeadlineOf', () => {
     expect(temporalDeadlineOf(grpcError(14, 'No connection established'))).toBe('none');
   });
 
+  it('takes a call the channel cancelled (a connection that timed out being set up) as an unreachable server', () => {
+    expect(temporalDeadlineOf(grpcError(1, 'Call cancelled'))).toBe('none');
+  });
+
   it('leaves a refusal by the server alone', () => {
     expect(temporalDeadlineOf(grpcError(3, 'invalid search attribute'))).toBeUndefined();
     expect(temporalDeadlineOf(new Error('workflow not found'))).toBeUndefined();
