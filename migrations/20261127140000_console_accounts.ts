@@ -88,7 +88,9 @@ export async function up(knex: Knex): Promise<void> {
     /** Non-secret details (a key's scopes, an order's carrier). */
     t.jsonb('detail');
   });
-  await knex.raw('CREATE INDEX console_audit_seller ON console_audit_log (seller_id, id DESC) WHERE seller_id IS NOT NULL');
+  await knex.raw(
+    'CREATE INDEX console_audit_seller ON console_audit_log (seller_id, id DESC) WHERE seller_id IS NOT NULL',
+  );
   await knex.raw(
     'CREATE INDEX console_audit_merchant ON console_audit_log (merchant_id, id DESC) WHERE merchant_id IS NOT NULL',
   );

@@ -87,7 +87,9 @@ export async function openInvite(db: Db, cipher: SecretCipher, token: string, no
   if (!ciphertext) {
     const [updated] = await db('console_invites')
       .where({ id: row.id })
-      .update({ totp_ciphertext: db.raw('coalesce(totp_ciphertext, ?)', [cipher.encrypt(newTotpSecret(), totpAad(row.id))]) })
+      .update({
+        totp_ciphertext: db.raw('coalesce(totp_ciphertext, ?)', [cipher.encrypt(newTotpSecret(), totpAad(row.id))]),
+      })
       .returning('totp_ciphertext');
     ciphertext = updated.totp_ciphertext as string;
   }
@@ -203,7 +205,12 @@ export async function checkSecondFactor(
 }
 
 export async function userById(db: Db, id: string): Promise<ConsoleUser | null> {
-  return (await db('console_users').where({ id }).whereNull('disabled_at').first([...USER_COLUMNS])) ?? null;
+  return (
+    (await db('console_users')
+      .where({ id })
+      .whereNull('disabled_at')
+      .first([...USER_COLUMNS])) ?? null
+  );
 }
 
 /**

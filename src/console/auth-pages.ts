@@ -36,8 +36,12 @@ function signInForm(ctx: Context, status: number, error: string | null, email = 
     html`${notice('error', error)}
       <form method="post" action="/console/sign-in" class="stack">
         ${csrfField(csrf)}
-        <label>${ct(lang, 'email')} <input type="email" name="email" autocomplete="username" required value="${email}" /></label>
-        <label>${ct(lang, 'password')} <input type="password" name="password" autocomplete="current-password" required /></label>
+        <label
+          >${ct(lang, 'email')} <input type="email" name="email" autocomplete="username" required value="${email}"
+        /></label>
+        <label
+          >${ct(lang, 'password')} <input type="password" name="password" autocomplete="current-password" required
+        /></label>
         <button type="submit">${ct(lang, 'continue')}</button>
       </form>`,
   );
@@ -63,7 +67,13 @@ export async function signIn(deps: ConsoleDeps, ctx: Context) {
   const byEmail = await hit(deps.db, `console-sign-in:email:${email.toLowerCase()}`, SIGN_IN_LIMITS.perEmail, now);
   const byIp = await hit(deps.db, `console-sign-in:ip:${ctx.ip}`, SIGN_IN_LIMITS.perIp, now);
   if (!byEmail.allowed || !byIp.allowed) {
-    await audit(deps.db, ctx, { email, action: 'sign_in', outcome: 'denied', detail: { reason: 'throttled' }, at: now });
+    await audit(deps.db, ctx, {
+      email,
+      action: 'sign_in',
+      outcome: 'denied',
+      detail: { reason: 'throttled' },
+      at: now,
+    });
     const retryAfter = Math.max(byEmail.allowed ? 0 : byEmail.retryAfter, byIp.allowed ? 0 : byIp.retryAfter);
     const minutes = Math.ceil(retryAfter / 60);
     return throttled(ctx, retryAfter, () => signInForm(ctx, 429, ct(lang, 'throttled', { minutes }), email));
@@ -73,13 +83,26 @@ export async function signIn(deps: ConsoleDeps, ctx: Context) {
     await audit(deps.db, ctx, { email, action: 'sign_in', outcome: 'failed', detail: { step: 'password' }, at: now });
     return signInForm(ctx, 401, ct(lang, 'bad_credentials'), email);
   }
-  const session = await startSession(deps.db, user, { now, ip: ctx.ip, userAgent: ctx.get('user-agent'), complete: false });
+  const session = await startSession(deps.db, user, {
+    now,
+    ip: ctx.ip,
+    userAgent: ctx.get('user-agent'),
+    complete: false,
+  });
   setSessionCookie(ctx, session.token);
   ctx.status = 303;
   ctx.redirect('/console/sign-in/verify');
 }
 
-function codeForm(ctx: Context, status: number, action: string, title: string, help: string, error: string | null, withPassword = false) {
+function codeForm(
+  ctx: Context,
+  status: number,
+  action: string,
+  title: string,
+  help: string,
+  error: string | null,
+  withPassword = false,
+) {
   const { lang, csrf } = stateOf(ctx);
   render(
     ctx,
@@ -89,9 +112,15 @@ function codeForm(ctx: Context, status: number, action: string, title: string, h
       <p>${help}</p>
       <form method="post" action="${action}" class="stack">
         ${csrfField(csrf)}
-        ${withPassword &&
-        html`<label>${ct(lang, 'password')} <input type="password" name="password" autocomplete="current-password" required /></label>`}
-        <label>${ct(lang, 'code')} <input type="text" name="code" inputmode="numeric" autocomplete="one-time-code" required /></label>
+        ${
+          withPassword &&
+          html`<label
+            >${ct(lang, 'password')} <input type="password" name="password" autocomplete="current-password" required
+          /></label>`
+        }
+        <label
+          >${ct(lang, 'code')} <input type="text" name="code" inputmode="numeric" autocomplete="one-time-code" required
+        /></label>
         <button type="submit">${ct(lang, 'verify')}</button>
       </form>`,
   );
@@ -117,11 +146,25 @@ export async function verify(deps: ConsoleDeps, ctx: Context) {
   const factor = await checkSecondFactor(deps.db, deps.cipher, session.user.id, field(ctx, 'code'), now);
   if (!factor) {
     await audit(deps.db, ctx, { user: session.user, action: 'second_factor', outcome: 'failed', at: now });
-    return codeForm(ctx, 401, '/console/sign-in/verify', ct(lang, 'verify_title'), ct(lang, 'verify_help'), ct(lang, 'bad_code'));
+    return codeForm(
+      ctx,
+      401,
+      '/console/sign-in/verify',
+      ct(lang, 'verify_title'),
+      ct(lang, 'verify_help'),
+      ct(lang, 'bad_code'),
+    );
   }
   const token = await completeSession(deps.db, session.id, now);
   setSessionCookie(ctx, token);
-  await audit(deps.db, ctx, { user: session.user, action: 'sign_in', outcome: 'success', target: session.id, detail: { factor }, at: now });
+  await audit(deps.db, ctx, {
+    user: session.user,
+    action: 'sign_in',
+    outcome: 'success',
+    target: session.id,
+    detail: { factor },
+    at: now,
+  });
   ctx.status = 303;
   ctx.redirect('/console');
 }
@@ -130,7 +173,13 @@ export async function signOut(deps: ConsoleDeps, ctx: Context) {
   const { session } = stateOf(ctx);
   if (session) {
     await revokeSession(deps.db, session.user.id, session.id, deps.clock());
-    await audit(deps.db, ctx, { user: session.user, action: 'sign_out', target: session.id, outcome: 'success', at: deps.clock() });
+    await audit(deps.db, ctx, {
+      user: session.user,
+      action: 'sign_out',
+      target: session.id,
+      outcome: 'success',
+      at: deps.clock(),
+    });
   }
   setHostCookie(ctx, SESSION_COOKIE, '', 0);
   ctx.status = 303;
@@ -161,10 +210,20 @@ export async function reauth(deps: ConsoleDeps, ctx: Context) {
   const now = deps.clock();
   const next = safeNext(ctx.query.next);
   const again = (status: number, error: string) =>
-    codeForm(ctx, status, `/console/reauth?next=${encodeURIComponent(next)}`, ct(lang, 'reauth_title'),
-      ct(lang, 'reauth_help', { minutes: REAUTH_WINDOW_MS / 60_000 }), error, true);
+    codeForm(
+      ctx,
+      status,
+      `/console/reauth?next=${encodeURIComponent(next)}`,
+      ct(lang, 'reauth_title'),
+      ct(lang, 'reauth_help', { minutes: REAUTH_WINDOW_MS / 60_000 }),
+      error,
+      true,
+    );
   const tries = await hit(deps.db, `console-2fa:${s.id}`, SIGN_IN_LIMITS.perSession, now);
-  if (!tries.allowed) return throttled(ctx, tries.retryAfter, () => again(429, ct(lang, 'throttled', { minutes: Math.ceil(tries.retryAfter / 60) })));
+  if (!tries.allowed)
+    return throttled(ctx, tries.retryAfter, () =>
+      again(429, ct(lang, 'throttled', { minutes: Math.ceil(tries.retryAfter / 60) })),
+    );
   const byPassword = await checkPassword(deps.db, s.user.email, field(ctx, 'password'));
   const factor = byPassword && (await checkSecondFactor(deps.db, deps.cipher, s.user.id, field(ctx, 'code'), now));
   if (!byPassword || !factor) {
@@ -172,12 +231,24 @@ export async function reauth(deps: ConsoleDeps, ctx: Context) {
     return again(401, ct(lang, byPassword ? 'bad_code' : 'bad_credentials'));
   }
   await markReauthenticated(deps.db, s.id, now);
-  await audit(deps.db, ctx, { user: s.user, action: 'reauthenticate', outcome: 'success', detail: { factor }, at: now });
+  await audit(deps.db, ctx, {
+    user: s.user,
+    action: 'reauthenticate',
+    outcome: 'success',
+    detail: { factor },
+    at: now,
+  });
   ctx.status = 303;
   ctx.redirect(next);
 }
 
-function inviteForm(ctx: Context, status: number, invite: { email: string; role: string; totpSecret: string }, uri: string, error: string | null) {
+function inviteForm(
+  ctx: Context,
+  status: number,
+  invite: { email: string; role: string; totpSecret: string },
+  uri: string,
+  error: string | null,
+) {
   const { lang, csrf } = stateOf(ctx);
   render(
     ctx,
@@ -188,12 +259,20 @@ function inviteForm(ctx: Context, status: number, invite: { email: string; role:
       <form method="post" action="${ctx.path}" class="stack">
         ${csrfField(csrf)}
         <input type="text" name="username" value="${invite.email}" autocomplete="username" hidden />
-        <label>${ct(lang, 'new_password')} <input type="password" name="password" autocomplete="new-password" minlength="12" required /></label>
-        <label>${ct(lang, 'confirm_password')} <input type="password" name="password_again" autocomplete="new-password" minlength="12" required /></label>
+        <label
+          >${ct(lang, 'new_password')}
+          <input type="password" name="password" autocomplete="new-password" minlength="12" required
+        /></label>
+        <label
+          >${ct(lang, 'confirm_password')}
+          <input type="password" name="password_again" autocomplete="new-password" minlength="12" required
+        /></label>
         <p>${ct(lang, 'invite_totp')}</p>
         <p>${ct(lang, 'totp_key')}: <code class="secret" id="totp-key">${invite.totpSecret}</code></p>
         <p><a href="${uri}">${ct(lang, 'totp_link')}</a></p>
-        <label>${ct(lang, 'code')} <input type="text" name="code" inputmode="numeric" autocomplete="one-time-code" required /></label>
+        <label
+          >${ct(lang, 'code')} <input type="text" name="code" inputmode="numeric" autocomplete="one-time-code" required
+        /></label>
         <button type="submit">${ct(lang, 'create_account')}</button>
       </form>`,
   );
@@ -221,7 +300,12 @@ export async function inviteAccept(deps: ConsoleDeps, ctx: Context) {
   if (result === 'invalid_code') return again(ct(lang, 'bad_code'));
   if (result === 'invalid_invite') return message(ctx, 404, 'invite_title', 'invite_invalid');
   const user = (await userById(deps.db, result.user.id))!;
-  const session = await startSession(deps.db, user, { now, ip: ctx.ip, userAgent: ctx.get('user-agent'), complete: true });
+  const session = await startSession(deps.db, user, {
+    now,
+    ip: ctx.ip,
+    userAgent: ctx.get('user-agent'),
+    complete: true,
+  });
   setSessionCookie(ctx, session.token);
   await audit(deps.db, ctx, { user, action: 'invite_accept', target: invite.id, outcome: 'success', at: now });
   render(
@@ -235,4 +319,3 @@ export async function inviteAccept(deps: ConsoleDeps, ctx: Context) {
       <p><a href="/console">${ct(lang, 'recovery_done')}</a></p>`,
   );
 }
-

@@ -60,15 +60,24 @@ export function consolePage(frame: ConsoleFrame, content: Html): Html {
         <a class="skip" href="#main">${ct(frame.lang, 'skip')}</a>
         <header class="top">
           <span class="brand">${ct(frame.lang, 'console')}</span>
-          ${frame.user &&
-          html`<span class="who">${ct(frame.lang, 'signed_in_as', { email: frame.user.email, role: frame.user.role })}</span>`}
+          ${
+            frame.user &&
+            html`<span class="who"
+              >${ct(frame.lang, 'signed_in_as', { email: frame.user.email, role: frame.user.role })}</span
+            >`
+          }
           <nav class="langs" aria-label="${ct(frame.lang, 'language')}">
             <ul>
               ${langs.map(
                 (l) =>
                   html`<li>
-                    <a href="${frame.langHref(l)}" lang="${langInfo[l].tag}" hreflang="${langInfo[l].tag}"
-                      ${l === frame.lang ? html`aria-current="true"` : ''}>${ct(l, 'lang_name')}</a>
+                    <a
+                      href="${frame.langHref(l)}"
+                      lang="${langInfo[l].tag}"
+                      hreflang="${langInfo[l].tag}"
+                      ${l === frame.lang ? html`aria-current="true"` : ''}
+                      >${ct(l, 'lang_name')}</a
+                    >
                   </li>`,
               )}
             </ul>

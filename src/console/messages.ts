@@ -23,7 +23,8 @@ const en = {
   sign_out: 'Sign out',
   invite_title: 'Set up your console account',
   invite_for: 'You were invited as {role} with the e-mail {email}.',
-  invite_totp: 'Add this key to your authenticator app (Google Authenticator, 1Password, Aegis…), then enter the code it shows.',
+  invite_totp:
+    'Add this key to your authenticator app (Google Authenticator, 1Password, Aegis…), then enter the code it shows.',
   totp_key: 'Authenticator key',
   totp_link: 'Open in an authenticator app',
   invite_invalid: 'This invite link is not valid: it was used already or it expired. Ask for a new one.',
@@ -279,7 +280,8 @@ const ku: ConsoleMessages = {
   csrf_body: 'فۆرمەکە کۆن بوو یان لە ماڵپەڕێکی ترەوە هات. بگەڕێوە، لاپەڕەکە نوێ بکەرەوە و دووبارە هەوڵ بدەوە.',
   integrations_title: 'ڕێکخستنەکان › یەکخستنەکان',
   keys_title: 'کلیلەکانی Partner API',
-  keys_help: 'کلیل ڕێگە بە سیستەمەکانت دەدات Partner API بانگ بکەن. کلیلی تەواو یەک جار پیشان دەدرێت؛ تەنها هاشەکەی هەڵدەگرین.',
+  keys_help:
+    'کلیل ڕێگە بە سیستەمەکانت دەدات Partner API بانگ بکەن. کلیلی تەواو یەک جار پیشان دەدرێت؛ تەنها هاشەکەی هەڵدەگرین.',
   key_id: 'ناسنامەی کلیل',
   key_env: 'ژینگە',
   scopes: 'دەسەڵاتەکان',

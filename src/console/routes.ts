@@ -87,7 +87,10 @@ function csrfGuard(deps: ConsoleDeps): Middleware {
     const state = stateOf(ctx);
     if (!sameOrigin(ctx, deps.origin) || !csrfMatches(state.form.get(CSRF_FIELD), state.csrf)) {
       consoleActions.inc({ action: 'csrf_check', outcome: 'denied' });
-      log.warn('console: cross-site or token-less post refused', { route: ctx.path, origin: ctx.get('origin') || undefined });
+      log.warn('console: cross-site or token-less post refused', {
+        route: ctx.path,
+        origin: ctx.get('origin') || undefined,
+      });
       return message(ctx, 403, 'csrf_title', 'csrf_body');
     }
     return next();
@@ -156,21 +159,30 @@ export function consoleStack(deps: ConsoleDeps): Middleware {
   r.post('/sign-out', open(auth.signOut));
   r.get('/invite/:token', open(auth.invitePage));
   r.post('/invite/:token', open(auth.inviteAccept));
-  r.get('/reauth', guard(deps, (_d, ctx) => auth.reauthPage(ctx)));
+  r.get(
+    '/reauth',
+    guard(deps, (_d, ctx) => auth.reauthPage(ctx)),
+  );
   r.post('/reauth', guard(deps, auth.reauth));
   r.get('/account/sessions', guard(deps, sessionsPage));
   r.post('/account/sessions/:sessionId/revoke', guard(deps, revokeOwnSession));
   r.get('/audit', guard(deps, auditLogPage, { action: 'audit.read' }));
 
   const keys = { tenant: 'seller', action: 'partner_keys.manage' } as const;
-  r.get('/settings/integrations', guard(deps, (d, ctx) => seller.integrationsPage(d, ctx), { tenant: 'seller' }));
+  r.get(
+    '/settings/integrations',
+    guard(deps, (d, ctx) => seller.integrationsPage(d, ctx), { tenant: 'seller' }),
+  );
   r.post('/settings/integrations/keys', guard(deps, seller.createKey, { ...keys, reauth: true }));
   r.post('/settings/integrations/keys/:keyId/scopes', guard(deps, seller.rescopeKey, { ...keys, reauth: true }));
   r.post('/settings/integrations/keys/:keyId/revoke', guard(deps, seller.revokeKey, keys));
 
   const orders = { tenant: 'seller', action: 'orders.transition' } as const;
   r.get('/orders', guard(deps, seller.ordersPage, { tenant: 'seller' }));
-  r.get('/orders/:orderId', guard(deps, (d, ctx) => seller.orderPage(d, ctx), { tenant: 'seller' }));
+  r.get(
+    '/orders/:orderId',
+    guard(deps, (d, ctx) => seller.orderPage(d, ctx), { tenant: 'seller' }),
+  );
   r.post('/orders/:orderId/accept', guard(deps, seller.moveOrder('accept'), orders));
   r.post('/orders/:orderId/ship', guard(deps, seller.moveOrder('ship'), orders));
   r.post('/orders/:orderId/cancel', guard(deps, seller.moveOrder('cancel'), orders));

@@ -26,8 +26,17 @@ function scopeBoxes(ctx: Context, checked: readonly string[], idPrefix: string) 
   return html`<fieldset>
     <legend>${ct(lang, 'scopes')}</legend>
     ${partnerScopes.map(
-      (s) => html`<label><input type="checkbox" name="scopes" value="${s}" id="${idPrefix}-${s}"
-        ${checked.includes(s) ? html`checked` : ''} /> <span class="mono">${s}</span></label>`,
+      (s) =>
+        html`<label
+          ><input
+            type="checkbox"
+            name="scopes"
+            value="${s}"
+            id="${idPrefix}-${s}"
+            ${checked.includes(s) ? html`checked` : ''}
+          />
+          <span class="mono">${s}</span></label
+        >`,
     )}
   </fieldset>`;
 }
@@ -39,7 +48,8 @@ export async function integrationsPage(
   opts: { status?: number; shown?: string | null; ok?: string | null; error?: string | null } = {},
 ) {
   const { lang, csrf } = stateOf(ctx);
-  const keys = await deps.db('partner_keys')
+  const keys = await deps
+    .db('partner_keys')
     .where({ seller_id: sellerOf(ctx) })
     .orderBy('created_at', 'desc')
     .select('id', 'env', 'scopes', 'created_at', 'revoked_at');
@@ -48,34 +58,58 @@ export async function integrationsPage(
     opts.status ?? 200,
     ct(lang, 'integrations_title'),
     html`${notice('ok', opts.ok)} ${notice('error', opts.error)}
-      ${opts.shown &&
-      html`<section aria-labelledby="new-key"><h2 id="new-key">${ct(lang, 'new_key_title')}</h2>
-        <p>${ct(lang, 'new_key_help')}</p><p class="secret" id="new-key-value">${opts.shown}</p></section>`}
+      ${
+        opts.shown &&
+        html`<section aria-labelledby="new-key">
+          <h2 id="new-key">${ct(lang, 'new_key_title')}</h2>
+          <p>${ct(lang, 'new_key_help')}</p>
+          <p class="secret" id="new-key-value">${opts.shown}</p>
+        </section>`
+      }
       <h2>${ct(lang, 'keys_title')}</h2>
       <p>${ct(lang, 'keys_help')}</p>
-      ${keys.length === 0
-        ? html`<p>${ct(lang, 'no_keys')}</p>`
-        : html`<div class="table-wrap"><table>
-            <thead><tr><th>${ct(lang, 'key_id')}</th><th>${ct(lang, 'key_env')}</th><th>${ct(lang, 'created')}</th>
-              <th>${ct(lang, 'status')}</th><th>${ct(lang, 'actions')}</th></tr></thead>
-            <tbody>
-              ${keys.map(
-                (k) => html`<tr id="key-${k.id}">
-                  <td class="mono">${k.id}</td><td>${k.env}</td><td class="mono">${iso(k.created_at)}</td>
-                  <td>${k.revoked_at ? ct(lang, 'revoked') : ct(lang, 'active')}</td>
-                  <td>${k.revoked_at
-                    ? html`<span class="mono">${(k.scopes as string[]).join(', ')}</span>`
-                    : html`<form method="post" action="${INTEGRATIONS}/keys/${k.id}/scopes" class="stack">
-                          ${csrfField(csrf)} ${scopeBoxes(ctx, k.scopes, `scope-${k.id}`)}
-                          <button type="submit" class="secondary">${ct(lang, 'save_scopes')}</button>
-                        </form>
-                        <form method="post" action="${INTEGRATIONS}/keys/${k.id}/revoke">
-                          ${csrfField(csrf)}
-                          <button type="submit" class="danger">${ct(lang, 'revoke')} ${k.id}</button>
-                        </form>`}</td>
-                </tr>`,
-              )}
-            </tbody></table></div>`}
+      ${
+        keys.length === 0
+          ? html`<p>${ct(lang, 'no_keys')}</p>`
+          : html`<div class="table-wrap">
+              <table>
+                <thead>
+                  <tr>
+                    <th>${ct(lang, 'key_id')}</th>
+                    <th>${ct(lang, 'key_env')}</th>
+                    <th>${ct(lang, 'created')}</th>
+                    <th>${ct(lang, 'status')}</th>
+                    <th>${ct(lang, 'actions')}</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  ${keys.map(
+                    (k) =>
+                      html`<tr id="key-${k.id}">
+                        <td class="mono">${k.id}</td>
+                        <td>${k.env}</td>
+                        <td class="mono">${iso(k.created_at)}</td>
+                        <td>${k.revoked_at ? ct(lang, 'revoked') : ct(lang, 'active')}</td>
+                        <td>
+                          ${
+                            k.revoked_at
+                              ? html`<span class="mono">${(k.scopes as string[]).join(', ')}</span>`
+                              : html`<form method="post" action="${INTEGRATIONS}/keys/${k.id}/scopes" class="stack">
+                                    ${csrfField(csrf)} ${scopeBoxes(ctx, k.scopes, `scope-${k.id}`)}
+                                    <button type="submit" class="secondary">${ct(lang, 'save_scopes')}</button>
+                                  </form>
+                                  <form method="post" action="${INTEGRATIONS}/keys/${k.id}/revoke">
+                                    ${csrfField(csrf)}
+                                    <button type="submit" class="danger">${ct(lang, 'revoke')} ${k.id}</button>
+                                  </form>`
+                          }
+                        </td>
+                      </tr>`,
+                  )}
+                </tbody>
+              </table>
+            </div>`
+      }
       <h2>${ct(lang, 'create_key')}</h2>
       <form method="post" action="${INTEGRATIONS}/keys" class="stack">
         ${csrfField(csrf)} ${scopeBoxes(ctx, [], 'new')}
@@ -110,10 +144,18 @@ export async function rescopeKey(deps: ConsoleDeps, ctx: Context) {
   try {
     await setPartnerKeyScopes(deps.db, keyId, scopes, { sellerId: sellerOf(ctx) });
   } catch (err) {
-    if (err instanceof OpsError && err.code === 'key_not_found') return refused(deps, ctx, 'partner_key_rescope', keyId);
+    if (err instanceof OpsError && err.code === 'key_not_found')
+      return refused(deps, ctx, 'partner_key_rescope', keyId);
     throw err;
   }
-  await audit(deps.db, ctx, { user: session!.user, action: 'partner_key_rescope', target: keyId, outcome: 'success', detail: { scopes }, at: deps.clock() });
+  await audit(deps.db, ctx, {
+    user: session!.user,
+    action: 'partner_key_rescope',
+    target: keyId,
+    outcome: 'success',
+    detail: { scopes },
+    at: deps.clock(),
+  });
   await integrationsPage(deps, ctx, { ok: ct(lang, 'key_rescoped', { key: keyId }) });
 }
 
@@ -126,7 +168,13 @@ export async function revokeKey(deps: ConsoleDeps, ctx: Context) {
     if (err instanceof OpsError && err.code === 'key_not_found') return refused(deps, ctx, 'partner_key_revoke', keyId);
     throw err;
   }
-  await audit(deps.db, ctx, { user: session!.user, action: 'partner_key_revoke', target: keyId, outcome: 'success', at: deps.clock() });
+  await audit(deps.db, ctx, {
+    user: session!.user,
+    action: 'partner_key_revoke',
+    target: keyId,
+    outcome: 'success',
+    at: deps.clock(),
+  });
   await integrationsPage(deps, ctx, { ok: ct(lang, 'key_revoked', { key: keyId }) });
 }
 
@@ -153,18 +201,41 @@ export async function ordersPage(deps: ConsoleDeps, ctx: Context) {
     ct(lang, 'orders_title'),
     html`<ul class="tabs">
         ${orderStatuses.map(
-          (s) => html`<li><a href="/console/orders?status=${s}" ${s === status ? html`aria-current="page"` : ''}>${ct(lang, statusLabel(s))}</a></li>`,
+          (s) =>
+            html`<li>
+              <a href="/console/orders?status=${s}" ${s === status ? html`aria-current="page"` : ''}
+                >${ct(lang, statusLabel(s))}</a
+              >
+            </li>`,
         )}
       </ul>
-      ${page.data.length === 0
-        ? html`<p>${ct(lang, 'no_orders')}</p>`
-        : html`<div class="table-wrap"><table>
-            <thead><tr><th>${ct(lang, 'order')}</th><th>${ct(lang, 'total')}</th><th>${ct(lang, 'placed')}</th><th>${ct(lang, 'status')}</th></tr></thead>
-            <tbody>${page.data.map(
-              (o) => html`<tr><td><a href="/console/orders/${o.order_id}" class="mono">${o.increment_id}</a></td>
-                <td class="mono">${money(o.total, o.currency)}</td><td class="mono">${o.created_at}</td>
-                <td>${ct(lang, statusLabel(o.status))}</td></tr>`,
-            )}</tbody></table></div>`}`,
+      ${
+        page.data.length === 0
+          ? html`<p>${ct(lang, 'no_orders')}</p>`
+          : html`<div class="table-wrap">
+              <table>
+                <thead>
+                  <tr>
+                    <th>${ct(lang, 'order')}</th>
+                    <th>${ct(lang, 'total')}</th>
+                    <th>${ct(lang, 'placed')}</th>
+                    <th>${ct(lang, 'status')}</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  ${page.data.map(
+                    (o) =>
+                      html`<tr>
+                        <td><a href="/console/orders/${o.order_id}" class="mono">${o.increment_id}</a></td>
+                        <td class="mono">${money(o.total, o.currency)}</td>
+                        <td class="mono">${o.created_at}</td>
+                        <td>${ct(lang, statusLabel(o.status))}</td>
+                      </tr>`,
+                  )}
+                </tbody>
+              </table>
+            </div>`
+      }`,
     '/console/orders',
   );
 }
@@ -185,35 +256,65 @@ export async function orderPage(
     opts.status ?? 200,
     ct(lang, 'order_title', { number: order.increment_id }),
     html`${notice('ok', opts.ok)} ${notice('error', opts.error)}
-      <p>${ct(lang, 'status')}: <strong id="order-status">${ct(lang, statusLabel(order.status))}</strong>
-        ${order.tracking_number && html` · ${order.carrier} <span class="mono">${order.tracking_number}</span>`}</p>
+      <p>
+        ${ct(lang, 'status')}:
+        <strong id="order-status">${ct(lang, statusLabel(order.status))}</strong>
+        ${order.tracking_number && html` · ${order.carrier} <span class="mono">${order.tracking_number}</span>`}
+      </p>
       <h2>${ct(lang, 'items')}</h2>
-      <div class="table-wrap"><table>
-        <thead><tr><th>SKU</th><th>${ct(lang, 'items')}</th><th>${ct(lang, 'quantity')}</th><th>${ct(lang, 'unit_price')}</th></tr></thead>
-        <tbody>${order.items.map(
-          (i) => html`<tr><td class="mono">${i.external_sku}</td><td>${i.title}</td><td>${i.quantity}</td>
-            <td class="mono">${money(i.unit_price, order.currency)}</td></tr>`,
-        )}</tbody></table></div>
+      <div class="table-wrap">
+        <table>
+          <thead>
+            <tr>
+              <th>SKU</th>
+              <th>${ct(lang, 'items')}</th>
+              <th>${ct(lang, 'quantity')}</th>
+              <th>${ct(lang, 'unit_price')}</th>
+            </tr>
+          </thead>
+          <tbody>
+            ${order.items.map(
+              (i) =>
+                html`<tr>
+                  <td class="mono">${i.external_sku}</td>
+                  <td>${i.title}</td>
+                  <td>${i.quantity}</td>
+                  <td class="mono">${money(i.unit_price, order.currency)}</td>
+                </tr>`,
+            )}
+          </tbody>
+        </table>
+      </div>
       <p>${ct(lang, 'total')}: <span class="mono">${money(order.total, order.currency)}</span></p>
       <h2>${ct(lang, 'ship_to')}</h2>
       <p>${a.first_name} ${a.last_name}<br />${a.address_1}<br />${a.city}<br /><span class="mono">${a.phone}</span></p>
-      ${canMove &&
-      html`<div class="actions">
-        ${order.status === 'pending' &&
-        html`<form method="post" action="${base}/accept">${csrfField(csrf)}<button type="submit">${ct(lang, 'accept')}</button></form>`}
-        ${(order.status === 'pending' || order.status === 'accepted') &&
-        html`<form method="post" action="${base}/ship" class="stack">
-            ${csrfField(csrf)}
-            <label>${ct(lang, 'carrier')} <input type="text" name="carrier" required maxlength="100" /></label>
-            <label>${ct(lang, 'tracking')} <input type="text" name="tracking_number" required maxlength="100" /></label>
-            <button type="submit">${ct(lang, 'ship')}</button>
-          </form>
-          <form method="post" action="${base}/cancel" class="stack">
-            ${csrfField(csrf)}
-            <label>${ct(lang, 'reason')} <input type="text" name="reason" required maxlength="500" /></label>
-            <button type="submit" class="danger">${ct(lang, 'cancel_order')}</button>
-          </form>`}
-      </div>`}
+      ${
+        canMove &&
+        html`<div class="actions">
+          ${
+            order.status === 'pending' &&
+            html`<form method="post" action="${base}/accept">
+              ${csrfField(csrf)}<button type="submit">${ct(lang, 'accept')}</button>
+            </form>`
+          }
+          ${
+            (order.status === 'pending' || order.status === 'accepted') &&
+            html`<form method="post" action="${base}/ship" class="stack">
+                ${csrfField(csrf)}
+                <label>${ct(lang, 'carrier')} <input type="text" name="carrier" required maxlength="100" /></label>
+                <label
+                  >${ct(lang, 'tracking')} <input type="text" name="tracking_number" required maxlength="100"
+                /></label>
+                <button type="submit">${ct(lang, 'ship')}</button>
+              </form>
+              <form method="post" action="${base}/cancel" class="stack">
+                ${csrfField(csrf)}
+                <label>${ct(lang, 'reason')} <input type="text" name="reason" required maxlength="500" /></label>
+                <button type="submit" class="danger">${ct(lang, 'cancel_order')}</button>
+              </form>`
+          }
+        </div>`
+      }
       <p><a href="/console/orders?status=${order.status}">${ct(lang, 'back_to_orders')}</a></p>`,
     '/console/orders',
   );
@@ -242,12 +343,24 @@ export function moveOrder(move: keyof typeof MOVES) {
     const tracking = field(ctx, 'tracking_number').slice(0, 100);
     const reason = field(ctx, 'reason').slice(0, 500);
     const missing =
-      move === 'ship' ? (!carrier ? 'carrier' : !tracking ? 'tracking' : null) : move === 'cancel' && !reason ? 'reason' : null;
-    if (missing) return orderPage(deps, ctx, { status: 422, error: ct(lang, 'field_required', { field: ct(lang, missing) }) });
+      move === 'ship'
+        ? !carrier
+          ? 'carrier'
+          : !tracking
+            ? 'tracking'
+            : null
+        : move === 'cancel' && !reason
+          ? 'reason'
+          : null;
+    if (missing)
+      return orderPage(deps, ctx, { status: 422, error: ct(lang, 'field_required', { field: ct(lang, missing) }) });
     // Accepting twice, or shipping a shipped order again, is not a console move.
     const from: readonly string[] = move === 'accept' ? ['pending'] : ['pending', 'accepted'];
     const invalid = () =>
-      orderPage(deps, ctx, { status: 409, error: ct(lang, 'invalid_transition', { status: ct(lang, statusLabel(current.status)) }) });
+      orderPage(deps, ctx, {
+        status: 409,
+        error: ct(lang, 'invalid_transition', { status: ct(lang, statusLabel(current.status)) }),
+      });
     if (!from.includes(current.status)) return invalid();
     try {
       await setOrderStatus(deps.db, {

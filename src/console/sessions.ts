@@ -130,5 +130,11 @@ export async function liveSessions(db: Db, userId: string, now: Date) {
     .where('created_at', '>', new Date(now.getTime() - ABSOLUTE_TIMEOUT_MS))
     .orderBy('created_at', 'desc')
     .select('id', 'created_at', 'last_seen_at', 'ip', 'user_agent');
-  return rows as Array<{ id: string; created_at: Date; last_seen_at: Date; ip: string | null; user_agent: string | null }>;
+  return rows as Array<{
+    id: string;
+    created_at: Date;
+    last_seen_at: Date;
+    ip: string | null;
+    user_agent: string | null;
+  }>;
 }

@@ -82,7 +82,10 @@ export interface DemoOut {
  */
 export async function createDemo(
   db: Db,
-  settings: Pick<Settings, 'PUBLIC_BASE_URL' | 'WEBHOOK_ALLOWED_HOSTS' | 'WEBHOOK_SECRET_KEY' | 'WEBHOOK_EXTRA_CA_PATH'>,
+  settings: Pick<
+    Settings,
+    'PUBLIC_BASE_URL' | 'WEBHOOK_ALLOWED_HOSTS' | 'WEBHOOK_SECRET_KEY' | 'WEBHOOK_EXTRA_CA_PATH'
+  >,
 ): Promise<DemoOut> {
   const base = settings.PUBLIC_BASE_URL.replace(/\/+$/, '');
   const { cipher } = webhookRuntime(settings);

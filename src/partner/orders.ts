@@ -27,7 +27,11 @@ function summaryOut(r: SummaryRow) {
  * One page of the seller's orders, newest first by the settlement record's creation (when the
  * order was placed with this seller), keyset-paged on (created_at, order id).
  */
-export async function listOrders(db: Db, sellerId: string, opts: { since?: Date; after?: OrdersKey; limit: number; status?: string }) {
+export async function listOrders(
+  db: Db,
+  sellerId: string,
+  opts: { since?: Date; after?: OrdersKey; limit: number; status?: string },
+) {
   const query = db('settlements as s')
     .join('orders as o', 'o.id', 's.order_id')
     .where('s.seller_id', sellerId)

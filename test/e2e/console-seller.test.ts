@@ -41,7 +41,17 @@ it('a seller sets up the console, signs in with password and TOTP, creates a key
   });
   const order = await ops(stack.db, 'order', 'create', '--seller', seller.seller_id, '--items', `${sku}:2`);
   const email = `owner-${Date.now()}@shop.example`;
-  const invite = await ops(stack.db, 'console-user', 'invite', '--seller', seller.seller_id, '--email', email, '--role', 'owner');
+  const invite = await ops(
+    stack.db,
+    'console-user',
+    'invite',
+    '--seller',
+    seller.seller_id,
+    '--email',
+    email,
+    '--role',
+    'owner',
+  );
   const password = 'a long console password';
 
   const context = await newShopper(browser, { locale: 'en-US' });
@@ -103,7 +113,11 @@ it('a seller sets up the console, signs in with password and TOTP, creates a key
   await screenshots(page, 'console-order');
 
   const shipped = await call(stack.baseUrl, 'GET', `/partner/v1/orders/${order.order_id}`, { key });
-  expect([shipped.body.status, shipped.body.carrier, shipped.body.tracking_number]).toEqual(['shipped', 'Aramex', 'AX-778899']);
+  expect([shipped.body.status, shipped.body.carrier, shipped.body.tracking_number]).toEqual([
+    'shipped',
+    'Aramex',
+    'AX-778899',
+  ]);
 
   // The same pages in Arabic, right to left, and accessible.
   await page.goto(`${stack.baseUrl}/console/orders?status=shipped&lang=ar`);

@@ -39,7 +39,17 @@ async function sellerWithOrder() {
 describe('invites and sign-in', () => {
   it('an operator invite opens once; the user sets a password and TOTP, gets recovery codes and a session cookie', async () => {
     const seller = await buildSeller(stack.db);
-    const invite = await ops(stack.db, 'console-user', 'invite', '--seller', seller.seller_id, '--email', 'Owner@Shop.example', '--role', 'owner');
+    const invite = await ops(
+      stack.db,
+      'console-user',
+      'invite',
+      '--seller',
+      seller.seller_id,
+      '--email',
+      'Owner@Shop.example',
+      '--role',
+      'owner',
+    );
     expect(invite.link).toMatch(/\/console\/invite\/[A-Za-z0-9_-]{43}$/);
     const token = invite.link.split('/').at(-1);
     // Only the hash is stored.
@@ -52,7 +62,9 @@ describe('invites and sign-in', () => {
     expect(page.status).toBe(200);
     const secret = /id="totp-key">([A-Z2-7]+)</.exec(page.text)![1];
     // A short password is refused and nothing is used up.
-    expect((await b.post(`/console/invite/${token}`, { password: 'short', password_again: 'short', code: '000000' })).status).toBe(422);
+    expect(
+      (await b.post(`/console/invite/${token}`, { password: 'short', password_again: 'short', code: '000000' })).status,
+    ).toBe(422);
     const wrongCode = await b.post(`/console/invite/${token}`, {
       password: 'a long enough password',
       password_again: 'a long enough password',
@@ -73,7 +85,11 @@ describe('invites and sign-in', () => {
     // The link works once.
     expect((await browser().get(`/console/invite/${token}`)).status).toBe(404);
     const user = await stack.db('console_users').where({ email: 'Owner@Shop.example' }).first();
-    expect([user.role, user.seller_id, user.password_hash.startsWith('$argon2id$')]).toEqual(['owner', seller.seller_id, true]);
+    expect([user.role, user.seller_id, user.password_hash.startsWith('$argon2id$')]).toEqual([
+      'owner',
+      seller.seller_id,
+      true,
+    ]);
     expect(user.totp_ciphertext).not.toContain(secret);
   });
 
@@ -114,14 +130,26 @@ describe('invites and sign-in', () => {
       'sign_in:success',
       'second_factor:failed',
     ]);
-    const failed = await stack.db('console_audit_log').where({ actor_email: user.email, action: 'sign_in', outcome: 'failed' });
+    const failed = await stack
+      .db('console_audit_log')
+      .where({ actor_email: user.email, action: 'sign_in', outcome: 'failed' });
     expect(failed).toHaveLength(1);
     expect(JSON.stringify(failed)).not.toContain('not the password');
   });
 
   it('a recovery code stands in for the TOTP code, once', async () => {
     const seller = await buildSeller(stack.db);
-    const invite = await ops(stack.db, 'console-user', 'invite', '--seller', seller.seller_id, '--email', `r-${Date.now()}@x.example`, '--role', 'operator');
+    const invite = await ops(
+      stack.db,
+      'console-user',
+      'invite',
+      '--seller',
+      seller.seller_id,
+      '--email',
+      `r-${Date.now()}@x.example`,
+      '--role',
+      'operator',
+    );
     const token = invite.link.split('/').at(-1);
     const b = browser();
     const secret = /id="totp-key">([A-Z2-7]+)</.exec((await b.get(`/console/invite/${token}`)).text)![1];
@@ -147,7 +175,8 @@ describe('invites and sign-in', () => {
     const user = await consoleUser(stack, { sellerId: seller_id }, 'viewer');
     const b = browser();
     await b.get('/console/sign-in');
-    for (let i = 0; i < 10; i++) expect((await b.post('/console/sign-in', { email: user.email, password: 'wrong password!' })).status).toBe(401);
+    for (let i = 0; i < 10; i++)
+      expect((await b.post('/console/sign-in', { email: user.email, password: 'wrong password!' })).status).toBe(401);
     const refused = await b.post('/console/sign-in', { email: user.email, password: user.password });
     expect(refused.status).toBe(429);
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
@@ -183,7 +212,9 @@ describe('sessions', () => {
     const phone = await signedIn(user);
     const laptop = await signedIn(user);
     const list = await laptop.get('/console/account/sessions');
-    const ids = [...list.text.matchAll(/\/console\/account\/sessions\/(csess_[A-Za-z0-9_]+)\/revoke/g)].map((m) => m[1]);
+    const ids = [...list.text.matchAll(/\/console\/account\/sessions\/(csess_[A-Za-z0-9_]+)\/revoke/g)].map(
+      (m) => m[1],
+    );
     expect(ids).toHaveLength(1);
     expect((await laptop.post(`/console/account/sessions/${ids[0]}/revoke`)).status).toBe(303);
     expect((await phone.get('/console/orders')).location).toBe('/console/sign-in');
@@ -216,7 +247,9 @@ describe('security', () => {
       expect(res.text).not.toMatch(/<script(?![^>]*\bsrc=)/);
     }
     expect(pages[1].status).toBe(404);
-    const csrfCookie = (await browser().get('/console/sign-in')).headers.getSetCookie().find((c) => c.startsWith('__Host-console_csrf='))!;
+    const csrfCookie = (await browser().get('/console/sign-in')).headers
+      .getSetCookie()
+      .find((c) => c.startsWith('__Host-console_csrf='))!;
     expect(csrfCookie.split('; ').slice(1).sort()).toEqual(['HttpOnly', 'Path=/', 'SameSite=Strict', 'Secure']);
   });
 
@@ -291,7 +324,9 @@ describe('Settings › Integrations', () => {
 
     expect((await call(stack.baseUrl, 'GET', '/partner/v1/orders', { key })).status).toBe(200);
     expect((await call(stack.baseUrl, 'GET', '/partner/v1/products', { key })).status).toBe(200);
-    expect((await b.post(`/console/settings/integrations/keys/${keyId}/scopes`, { scopes: ['orders:read'] })).status).toBe(200);
+    expect(
+      (await b.post(`/console/settings/integrations/keys/${keyId}/scopes`, { scopes: ['orders:read'] })).status,
+    ).toBe(200);
     expect((await call(stack.baseUrl, 'GET', '/partner/v1/products', { key })).status).toBe(403);
     expect((await b.post(`/console/settings/integrations/keys/${keyId}/revoke`)).status).toBe(200);
     expect((await call(stack.baseUrl, 'GET', '/partner/v1/orders', { key })).status).toBe(401);
@@ -351,20 +386,60 @@ describe('orders', () => {
     const api = await call(stack.baseUrl, 'GET', `/partner/v1/orders/${orderId}`, { key: seller.key });
     expect([api.body.status, api.body.settlement.status]).toEqual(['cancelled', 'reversed']);
     const rows = await auditRows(stack.db, user.id);
-    expect(rows.at(-1)).toMatchObject({ action: 'order_cancel', outcome: 'success', target: orderId, detail: { reason: 'Out of stock' } });
+    expect(rows.at(-1)).toMatchObject({
+      action: 'order_cancel',
+      outcome: 'success',
+      target: orderId,
+      detail: { reason: 'Out of stock' },
+    });
   });
 });
 
 describe('route × role matrix', () => {
   const ROLES = ['owner', 'developer', 'operator', 'viewer'] as const;
   /** Each action with the roles allowed to do it (docs/console.md). */
-  const ACTIONS: Array<{ name: string; roles: readonly string[]; path: (f: Fixture) => string; fields?: Record<string, string | string[]>; ok: number }> = [
-    { name: 'create key', roles: ['owner', 'developer'], path: () => '/console/settings/integrations/keys', fields: { scopes: ['orders:read'] }, ok: 201 },
-    { name: 're-scope key', roles: ['owner', 'developer'], path: (f) => `/console/settings/integrations/keys/${f.keyId}/scopes`, fields: { scopes: ['orders:read'] }, ok: 200 },
-    { name: 'revoke key', roles: ['owner', 'developer'], path: (f) => `/console/settings/integrations/keys/${f.keyId}/revoke`, ok: 200 },
+  const ACTIONS: Array<{
+    name: string;
+    roles: readonly string[];
+    path: (f: Fixture) => string;
+    fields?: Record<string, string | string[]>;
+    ok: number;
+  }> = [
+    {
+      name: 'create key',
+      roles: ['owner', 'developer'],
+      path: () => '/console/settings/integrations/keys',
+      fields: { scopes: ['orders:read'] },
+      ok: 201,
+    },
+    {
+      name: 're-scope key',
+      roles: ['owner', 'developer'],
+      path: (f) => `/console/settings/integrations/keys/${f.keyId}/scopes`,
+      fields: { scopes: ['orders:read'] },
+      ok: 200,
+    },
+    {
+      name: 'revoke key',
+      roles: ['owner', 'developer'],
+      path: (f) => `/console/settings/integrations/keys/${f.keyId}/revoke`,
+      ok: 200,
+    },
     { name: 'accept order', roles: ['owner', 'operator'], path: (f) => `/console/orders/${f.orderId}/accept`, ok: 200 },
-    { name: 'ship order', roles: ['owner', 'operator'], path: (f) => `/console/orders/${f.orderId}/ship`, fields: { carrier: 'DHL', tracking_number: 'T1' }, ok: 200 },
-    { name: 'cancel order', roles: ['owner', 'operator'], path: (f) => `/console/orders/${f.orderId}/cancel`, fields: { reason: 'test' }, ok: 200 },
+    {
+      name: 'ship order',
+      roles: ['owner', 'operator'],
+      path: (f) => `/console/orders/${f.orderId}/ship`,
+      fields: { carrier: 'DHL', tracking_number: 'T1' },
+      ok: 200,
+    },
+    {
+      name: 'cancel order',
+      roles: ['owner', 'operator'],
+      path: (f) => `/console/orders/${f.orderId}/cancel`,
+      fields: { reason: 'test' },
+      ok: 200,
+    },
   ];
   interface Fixture {
     sellerId: string;
@@ -376,7 +451,11 @@ describe('route × role matrix', () => {
     return { sellerId: seller.seller_id, keyId: seller.keyId, orderId };
   };
   const snapshot = async (f: Fixture) => ({
-    keys: await stack.db('partner_keys').where({ seller_id: f.sellerId }).orderBy('id').select('id', 'scopes', 'revoked_at'),
+    keys: await stack
+      .db('partner_keys')
+      .where({ seller_id: f.sellerId })
+      .orderBy('id')
+      .select('id', 'scopes', 'revoked_at'),
     order: await stack.db('orders').where({ id: f.orderId }).first('status', 'carrier'),
   });
 

@@ -1178,7 +1178,11 @@ describe('demo', () => {
     expect(doc.console.url).toBe('http://api.test:4000/console/sign-in');
     expect(doc.console.seller_owner.totp_secret).toMatch(/^[A-Z2-7]{32}$/);
     const sellerOwner = await checkPassword(db, doc.console.seller_owner.email, doc.console.seller_owner.password);
-    const merchantOwner = await checkPassword(db, doc.console.merchant_owner.email, doc.console.merchant_owner.password);
+    const merchantOwner = await checkPassword(
+      db,
+      doc.console.merchant_owner.email,
+      doc.console.merchant_owner.password,
+    );
     expect(sellerOwner).toMatchObject({ role: 'owner', seller_id: doc.seller_id, merchant_id: null });
     expect(merchantOwner).toMatchObject({ role: 'owner', seller_id: null, merchant_id: doc.merchant_id });
   });
@@ -1189,7 +1193,12 @@ describe('console-user invite', () => {
     const seller = await ops('seller', 'create', '--name', 'Invited');
     const email = `owner-${Date.now()}@invited.example`;
     const doc = await ops('console-user', 'invite', '--seller', seller.seller_id, '--email', email, '--role', 'owner');
-    expect(doc).toMatchObject({ email, role: 'owner', seller_id: seller.seller_id, link: expect.stringMatching(/^http:\/\/api\.test:4000\/console\/invite\/[A-Za-z0-9_-]{43}$/) });
+    expect(doc).toMatchObject({
+      email,
+      role: 'owner',
+      seller_id: seller.seller_id,
+      link: expect.stringMatching(/^http:\/\/api\.test:4000\/console\/invite\/[A-Za-z0-9_-]{43}$/),
+    });
     const row = await db('console_invites').where({ id: doc.invite_id }).first();
     expect(row.token_hash).toBe(tokenHash(doc.link.split('/').at(-1)));
     expect(new Date(row.expires_at).getTime() - new Date(row.created_at).getTime()).toBe(7 * 86_400_000);
@@ -1199,12 +1208,23 @@ describe('console-user invite', () => {
     const seller = await ops('seller', 'create', '--name', 'Invited');
     const invite = (...flags: string[]) => opsError('console-user', 'invite', '--email', 'x@y.example', ...flags);
     expect((await invite('--role', 'owner')).error.code).toBe('invalid_tenant');
-    expect((await invite('--role', 'owner', '--seller', seller.seller_id, '--merchant', 'mer_x')).error.code).toBe('invalid_tenant');
+    expect((await invite('--role', 'owner', '--seller', seller.seller_id, '--merchant', 'mer_x')).error.code).toBe(
+      'invalid_tenant',
+    );
     expect((await invite('--role', 'owner', '--seller', 'sel_nope')).error.code).toBe('seller_not_found');
     expect((await invite('--role', 'owner', '--merchant', 'mer_nope')).error.code).toBe('merchant_not_found');
     expect((await invite('--role', 'admin', '--seller', seller.seller_id)).error.code).toBe('invalid_flag');
     const demo = await ops('demo');
-    const taken = await opsError('console-user', 'invite', '--seller', seller.seller_id, '--email', demo.console.seller_owner.email, '--role', 'viewer');
+    const taken = await opsError(
+      'console-user',
+      'invite',
+      '--seller',
+      seller.seller_id,
+      '--email',
+      demo.console.seller_owner.email,
+      '--role',
+      'viewer',
+    );
     expect(taken.error.code).toBe('email_taken');
   });
 });
