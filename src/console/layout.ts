@@ -26,6 +26,7 @@ function nav(frame: ConsoleFrame, user: ConsoleUser): Html {
   const links: Array<[string, string]> = [];
   if (user.seller_id) {
     links.push(['/console/orders', ct(lang, 'nav_orders')]);
+    links.push(['/console/products', ct(lang, 'nav_products')]);
     links.push(['/console/settings/integrations', ct(lang, 'nav_integrations')]);
   }
   if (allowed(user.role, 'audit.read')) links.push(['/console/audit', ct(lang, 'nav_audit')]);

@@ -8,6 +8,8 @@ export const may = {
   'partner_keys.manage': ['owner', 'developer'],
   /** Orders: accept, ship, cancel. */
   'orders.transition': ['owner', 'operator'],
+  /** Products: submit for review, resubmit after a rejection. */
+  'products.submit': ['owner', 'operator'],
   /** The tenant's audit log. */
   'audit.read': ['owner'],
 } as const satisfies Record<string, readonly ConsoleRole[]>;

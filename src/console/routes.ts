@@ -26,6 +26,7 @@ import {
   SESSION_COOKIE,
   sessionCsrfToken,
 } from './security';
+import * as products from './product-pages';
 import * as seller from './seller-pages';
 import { recentlyReauthenticated, sessionOf } from './sessions';
 
@@ -186,6 +187,15 @@ export function consoleStack(deps: ConsoleDeps): Middleware {
   r.post('/orders/:orderId/accept', guard(deps, seller.moveOrder('accept'), orders));
   r.post('/orders/:orderId/ship', guard(deps, seller.moveOrder('ship'), orders));
   r.post('/orders/:orderId/cancel', guard(deps, seller.moveOrder('cancel'), orders));
+
+  const review = { tenant: 'seller', action: 'products.submit' } as const;
+  r.get('/products', guard(deps, products.productsPage, { tenant: 'seller' }));
+  r.get(
+    '/products/:productId',
+    guard(deps, (d, ctx) => products.productPage(d, ctx), { tenant: 'seller' }),
+  );
+  r.post('/products/:productId/submit', guard(deps, products.reviewProduct('submit'), review));
+  r.post('/products/:productId/resubmit', guard(deps, products.reviewProduct('resubmit'), review));
 
   const notFound: Middleware = async (ctx, next) => {
     await next();

@@ -25,15 +25,28 @@ async function signedIn(user: TestConsoleUser) {
   return b;
 }
 
-/** A seller with a product and a pending order placed through the operator CLI. */
+/**
+ * A seller with a draft product, a rejected one (reviewed through the operator CLI) and a pending
+ * order placed through the operator CLI.
+ */
 async function sellerWithOrder() {
   const seller = await buildSeller(stack.db);
   const sku = uniqueSku();
+  const rejectedSku = uniqueSku();
   await partnerClient(stack.baseUrl, seller.key).bulkProducts({
-    items: [{ external_sku: sku, title: 'Desk lamp', price_iqd: 25000 }],
+    items: [
+      { external_sku: sku, title: 'Desk lamp', price_iqd: 25000 },
+      { external_sku: rejectedSku, title: 'Floor lamp', price_iqd: 45000 },
+    ],
   });
+  const productOf = async (s: string) =>
+    (await stack.db('variants').where({ seller_id: seller.seller_id, sku: s }).first('product_id'))
+      .product_id as string;
+  const rejectedId = await productOf(rejectedSku);
+  await ops(stack.db, 'product', 'submit', '--product', rejectedId);
+  await ops(stack.db, 'product', 'reject', '--product', rejectedId, '--reason', 'Photos missing');
   const order = await ops(stack.db, 'order', 'create', '--seller', seller.seller_id, '--items', `${sku}:1`);
-  return { seller, orderId: order.order_id as string };
+  return { seller, orderId: order.order_id as string, sku, rejectedSku, draftId: await productOf(sku), rejectedId };
 }
 
 describe('invites and sign-in', () => {
@@ -395,6 +408,40 @@ describe('orders', () => {
   });
 });
 
+describe('products', () => {
+  it('submits a draft for review and resubmits a rejected product showing why it was rejected; the Partner API sees both proposed', async () => {
+    const { seller, sku, rejectedSku, draftId, rejectedId } = await sellerWithOrder();
+    const user = await consoleUser(stack, { sellerId: seller.seller_id }, 'operator');
+    const b = await signedIn(user);
+    expect((await b.get('/console/products?status=draft')).text).toContain(`/console/products/${draftId}`);
+    const found = await b.get(`/console/products?sku=${encodeURIComponent(rejectedSku)}`);
+    expect(found.text).toContain(`/console/products/${rejectedId}`);
+    expect(found.text).not.toContain(`/console/products/${draftId}`);
+
+    await b.get(`/console/products/${draftId}`);
+    expect((await b.post(`/console/products/${draftId}/resubmit`)).status).toBe(409);
+    const submitted = await b.post(`/console/products/${draftId}/submit`);
+    expect(submitted.status).toBe(200);
+    expect(submitted.text).toContain('Submitted for review.');
+    expect((await b.post(`/console/products/${draftId}/submit`)).status).toBe(409);
+
+    const rejected = await b.get(`/console/products/${rejectedId}`);
+    expect(rejected.text).toContain('<span id="rejection-reason">Photos missing</span>');
+    expect((await b.post(`/console/products/${rejectedId}/resubmit`)).status).toBe(200);
+
+    for (const s of [sku, rejectedSku]) {
+      const res = await call(stack.baseUrl, 'GET', `/partner/v1/products/${encodeURIComponent(s)}`, {
+        key: seller.key,
+      });
+      expect([s, res.body.status, res.body.rejection_reason ?? null]).toEqual([s, 'proposed', null]);
+    }
+    expect((await auditRows(stack.db, user.id)).slice(1).map((r) => `${r.action}:${r.outcome}`)).toEqual([
+      'product_submit:success',
+      'product_resubmit:success',
+    ]);
+  });
+});
+
 describe('route × role matrix', () => {
   const ROLES = ['owner', 'developer', 'operator', 'viewer'] as const;
   /** Each action with the roles allowed to do it (docs/console.md). */
@@ -434,6 +481,18 @@ describe('route × role matrix', () => {
       ok: 200,
     },
     {
+      name: 'submit product',
+      roles: ['owner', 'operator'],
+      path: (f) => `/console/products/${f.draftId}/submit`,
+      ok: 200,
+    },
+    {
+      name: 'resubmit product',
+      roles: ['owner', 'operator'],
+      path: (f) => `/console/products/${f.rejectedId}/resubmit`,
+      ok: 200,
+    },
+    {
       name: 'cancel order',
       roles: ['owner', 'operator'],
       path: (f) => `/console/orders/${f.orderId}/cancel`,
@@ -445,12 +504,15 @@ describe('route × role matrix', () => {
     sellerId: string;
     keyId: string;
     orderId: string;
+    draftId: string;
+    rejectedId: string;
   }
   const fixture = async (): Promise<Fixture> => {
-    const { seller, orderId } = await sellerWithOrder();
-    return { sellerId: seller.seller_id, keyId: seller.keyId, orderId };
+    const { seller, orderId, draftId, rejectedId } = await sellerWithOrder();
+    return { sellerId: seller.seller_id, keyId: seller.keyId, orderId, draftId, rejectedId };
   };
   const snapshot = async (f: Fixture) => ({
+    products: await stack.db('products').where({ seller_id: f.sellerId }).orderBy('id').select('id', 'status'),
     keys: await stack
       .db('partner_keys')
       .where({ seller_id: f.sellerId })
