@@ -29,6 +29,7 @@ function nav(frame: ConsoleFrame, user: ConsoleUser): Html {
     links.push(['/console/products', ct(lang, 'nav_products')]);
     links.push(['/console/settings/integrations', ct(lang, 'nav_integrations')]);
   }
+  if (allowed(user.role, 'users.manage')) links.push(['/console/settings/users', ct(lang, 'nav_users')]);
   if (allowed(user.role, 'audit.read')) links.push(['/console/audit', ct(lang, 'nav_audit')]);
   links.push(['/console/account/sessions', ct(lang, 'nav_sessions')]);
   return html`<nav class="nav" aria-label="${ct(lang, 'console')}">

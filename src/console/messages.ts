@@ -2,6 +2,18 @@ import { langInfo, type Lang } from '../hosted/i18n';
 
 /** The console's English messages; `{name}` marks a value filled in when rendering. */
 const en = {
+  nav_users: 'Users',
+  users_title: 'Settings › Users',
+  role: 'Role',
+  invite_user: 'Invite a user',
+  invite_link_title: 'Invite link',
+  invite_link_help: 'Send this link to {email}; it works once, for 7 days, and is not shown again.',
+  change_role: 'Change role',
+  role_changed: 'Role of {email} changed to {role}.',
+  last_owner: 'An account needs at least one owner.',
+  own_role: 'You cannot change your own role.',
+  email_taken: 'A console user with this e-mail exists already.',
+  email_invalid: 'That is not an e-mail address.',
   nav_products: 'Products',
   products_title: 'Products',
   product: 'Product',
@@ -137,6 +149,18 @@ export type ConsoleMessageKey = keyof typeof en;
 type ConsoleMessages = Record<ConsoleMessageKey, string>;
 
 const ar: ConsoleMessages = {
+  nav_users: 'المستخدمون',
+  users_title: 'الإعدادات › المستخدمون',
+  role: 'الدور',
+  invite_user: 'دعوة مستخدم',
+  invite_link_title: 'رابط الدعوة',
+  invite_link_help: 'أرسل هذا الرابط إلى {email}؛ يعمل مرة واحدة لمدة 7 أيام ولن يظهر مرة أخرى.',
+  change_role: 'تغيير الدور',
+  role_changed: 'تم تغيير دور {email} إلى {role}.',
+  last_owner: 'يحتاج الحساب إلى مالك واحد على الأقل.',
+  own_role: 'لا يمكنك تغيير دورك.',
+  email_taken: 'يوجد مستخدم بهذا البريد الإلكتروني.',
+  email_invalid: 'هذا ليس عنوان بريد إلكتروني.',
   nav_products: 'المنتجات',
   products_title: 'المنتجات',
   product: 'المنتج',
@@ -269,6 +293,18 @@ const ar: ConsoleMessages = {
 };
 
 const ku: ConsoleMessages = {
+  nav_users: 'بەکارهێنەران',
+  users_title: 'ڕێکخستنەکان › بەکارهێنەران',
+  role: 'ڕۆڵ',
+  invite_user: 'بانگهێشتکردنی بەکارهێنەر',
+  invite_link_title: 'بەستەری بانگهێشت',
+  invite_link_help: 'ئەم بەستەرە بنێرە بۆ {email}؛ یەک جار و بۆ 7 ڕۆژ کار دەکات و دووبارە پیشان نادرێتەوە.',
+  change_role: 'گۆڕینی ڕۆڵ',
+  role_changed: 'ڕۆڵی {email} گۆڕدرا بۆ {role}.',
+  last_owner: 'ئەکاونت لانیکەم یەک خاوەنی پێویستە.',
+  own_role: 'ناتوانیت ڕۆڵی خۆت بگۆڕیت.',
+  email_taken: 'بەکارهێنەرێک بەم ئیمەیڵە هەیە.',
+  email_invalid: 'ئەمە ناونیشانی ئیمەیڵ نییە.',
   nav_products: 'بەرهەمەکان',
   products_title: 'بەرهەمەکان',
   product: 'بەرهەم',

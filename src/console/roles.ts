@@ -10,6 +10,8 @@ export const may = {
   'orders.transition': ['owner', 'operator'],
   /** Products: submit for review, resubmit after a rejection. */
   'products.submit': ['owner', 'operator'],
+  /** The tenant's users: list, invite, change a role. */
+  'users.manage': ['owner'],
   /** The tenant's audit log. */
   'audit.read': ['owner'],
 } as const satisfies Record<string, readonly ConsoleRole[]>;

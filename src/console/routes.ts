@@ -28,6 +28,7 @@ import {
 } from './security';
 import * as products from './product-pages';
 import * as seller from './seller-pages';
+import * as users from './user-pages';
 import { recentlyReauthenticated, sessionOf } from './sessions';
 
 export const CONSOLE_PREFIX = '/console';
@@ -113,12 +114,13 @@ const signedIn = (ctx: Context): boolean => {
 
 /**
  * The guards of one route: signed in; a seller's user for seller pages; the role `action` needs;
- * and for `reauth` actions, password and code within the last few minutes (else, to the page that asks).
+ * and for `reauth` actions, password and code within the last few minutes (else, to the page that
+ * asks, which then returns to the page `reauth` names).
  */
 function guard(
   deps: ConsoleDeps,
   handler: Handler,
-  opts: { tenant?: 'seller'; action?: ConsoleAction; reauth?: boolean } = {},
+  opts: { tenant?: 'seller'; action?: ConsoleAction; reauth?: string } = {},
 ): (ctx: Context) => Promise<void> {
   return async (ctx: Context) => {
     if (!signedIn(ctx)) return;
@@ -128,9 +130,8 @@ function guard(
       return forbidden(ctx);
     }
     if (opts.reauth && !recentlyReauthenticated(stateOf(ctx).session!, deps.clock())) {
-      const back = ctx.path.replace(/\/keys(\/.*)?$/, '');
       ctx.status = 303;
-      return ctx.redirect(`/console/reauth?next=${encodeURIComponent(back)}`);
+      return ctx.redirect(`/console/reauth?next=${encodeURIComponent(opts.reauth)}`);
     }
     await handler(deps, ctx);
   };
@@ -174,8 +175,14 @@ export function consoleStack(deps: ConsoleDeps): Middleware {
     '/settings/integrations',
     guard(deps, (d, ctx) => seller.integrationsPage(d, ctx), { tenant: 'seller' }),
   );
-  r.post('/settings/integrations/keys', guard(deps, seller.createKey, { ...keys, reauth: true }));
-  r.post('/settings/integrations/keys/:keyId/scopes', guard(deps, seller.rescopeKey, { ...keys, reauth: true }));
+  r.post(
+    '/settings/integrations/keys',
+    guard(deps, seller.createKey, { ...keys, reauth: '/console/settings/integrations' }),
+  );
+  r.post(
+    '/settings/integrations/keys/:keyId/scopes',
+    guard(deps, seller.rescopeKey, { ...keys, reauth: '/console/settings/integrations' }),
+  );
   r.post('/settings/integrations/keys/:keyId/revoke', guard(deps, seller.revokeKey, keys));
 
   const orders = { tenant: 'seller', action: 'orders.transition' } as const;
@@ -187,6 +194,20 @@ export function consoleStack(deps: ConsoleDeps): Middleware {
   r.post('/orders/:orderId/accept', guard(deps, seller.moveOrder('accept'), orders));
   r.post('/orders/:orderId/ship', guard(deps, seller.moveOrder('ship'), orders));
   r.post('/orders/:orderId/cancel', guard(deps, seller.moveOrder('cancel'), orders));
+
+  const manageUsers = { action: 'users.manage' } as const;
+  r.get(
+    '/settings/users',
+    guard(deps, (d, ctx) => users.usersPage(d, ctx), manageUsers),
+  );
+  r.post(
+    '/settings/users/invite',
+    guard(deps, users.inviteUser, { ...manageUsers, reauth: '/console/settings/users' }),
+  );
+  r.post(
+    '/settings/users/:userId/role',
+    guard(deps, users.changeRole, { ...manageUsers, reauth: '/console/settings/users' }),
+  );
 
   const review = { tenant: 'seller', action: 'products.submit' } as const;
   r.get('/products', guard(deps, products.productsPage, { tenant: 'seller' }));

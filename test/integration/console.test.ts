@@ -442,6 +442,70 @@ describe('products', () => {
   });
 });
 
+describe('Settings › Users', () => {
+  it('an owner invites a developer (link shown once), changes their role, and the new role holds on the next request', async () => {
+    const { seller_id } = await buildSeller(stack.db);
+    const owner = await consoleUser(stack, { sellerId: seller_id }, 'owner');
+    const b = await signedIn(owner);
+    await b.get('/console/settings/users');
+    const email = `dev-${Date.now()}@shop.example`;
+    const invited = await b.post('/console/settings/users/invite', { email, role: 'developer' });
+    expect(invited.status).toBe(201);
+    const link = /id="invite-link-value">([^<]+)</.exec(invited.text)![1];
+    expect(link).toMatch(new RegExp(`^${stack.baseUrl}/console/invite/[A-Za-z0-9_-]{43}$`));
+    expect((await b.get('/console/settings/users')).text).not.toContain(link);
+
+    const dev = browser();
+    const path = new URL(link).pathname;
+    const secret = /id="totp-key">([A-Z2-7]+)</.exec((await dev.get(path)).text)![1];
+    const password = 'developer password 1';
+    expect(
+      (await dev.post(path, { password, password_again: password, code: totpCode(secret, stack.clock()) })).status,
+    ).toBe(201);
+    const devRow = await stack.db('console_users').whereRaw('lower(email) = lower(?)', [email]).first();
+    expect([devRow.role, devRow.seller_id]).toEqual(['developer', seller_id]);
+    await dev.get('/console/settings/integrations');
+    expect((await dev.post('/console/settings/integrations/keys', { scopes: ['orders:read'] })).status).toBe(201);
+
+    await b.get('/console/settings/users');
+    const changed = await b.post(`/console/settings/users/${devRow.id}/role`, { role: 'viewer' });
+    expect(changed.status).toBe(200);
+    expect(changed.text).toContain(`Role of ${email} changed to viewer.`);
+    expect((await dev.post('/console/settings/integrations/keys', { scopes: ['orders:read'] })).status).toBe(403);
+    // One's own role is not changed here.
+    expect((await b.post(`/console/settings/users/${owner.id}/role`, { role: 'viewer' })).status).toBe(409);
+    expect((await auditRows(stack.db, owner.id)).slice(1).map((r) => [r.action, r.outcome, r.detail])).toEqual([
+      ['user_invite', 'success', { email, role: 'developer' }],
+      ['role_change', 'success', { from: 'developer', to: 'viewer' }],
+    ]);
+  });
+
+  it('only owners manage users, only their own tenant’s, and re-authenticated', async () => {
+    const { seller_id } = await buildSeller(stack.db);
+    const other = await buildSeller(stack.db);
+    const stranger = await consoleUser(stack, { sellerId: other.seller_id }, 'viewer');
+    const target = await consoleUser(stack, { sellerId: seller_id }, 'viewer');
+    for (const role of ['developer', 'operator', 'viewer'] as const) {
+      const b = await signedIn(await consoleUser(stack, { sellerId: seller_id }, role));
+      expect([role, (await b.get('/console/settings/users')).status]).toEqual([role, 403]);
+      await b.get('/console/orders');
+      expect(
+        (await b.post('/console/settings/users/invite', { email: `x-${role}@y.example`, role: 'owner' })).status,
+      ).toBe(403);
+      expect((await b.post(`/console/settings/users/${target.id}/role`, { role: 'owner' })).status).toBe(403);
+    }
+    const owner = await signedIn(await consoleUser(stack, { sellerId: seller_id }, 'owner'));
+    await owner.get('/console/settings/users');
+    expect((await owner.post(`/console/settings/users/${stranger.id}/role`, { role: 'owner' })).status).toBe(403);
+    expect((await stack.db('console_users').where({ id: stranger.id }).first()).role).toBe('viewer');
+    expect((await stack.db('console_users').where({ id: target.id }).first()).role).toBe('viewer');
+    stack.clock.advance(6 * 60_000);
+    const stale = await owner.post(`/console/settings/users/${target.id}/role`, { role: 'operator' });
+    expect([stale.status, stale.location]).toEqual([303, '/console/reauth?next=%2Fconsole%2Fsettings%2Fusers']);
+    expect((await stack.db('console_users').where({ id: target.id }).first()).role).toBe('viewer');
+  });
+});
+
 describe('route × role matrix', () => {
   const ROLES = ['owner', 'developer', 'operator', 'viewer'] as const;
   /** Each action with the roles allowed to do it (docs/console.md). */
