@@ -28,6 +28,7 @@ import * as eventListKeys from './20261126040000_event_list_keys';
 import * as deliveryTenantOptional from './20261126041000_delivery_tenant_optional';
 import * as undeliveredBackfill from './20261126050000_undelivered_backfill';
 import * as deliveryTenantDrop from './20261127120000_delivery_tenant_drop';
+import * as consoleAccounts from './20261127140000_console_accounts';
 
 /**
  * When a migration runs in a release that rolls under load (docs/operations.md, "Releasing"):
@@ -85,6 +86,7 @@ export const migrations: MigrationList = [
   ['20261126041000_delivery_tenant_optional', deliveryTenantOptional],
   ['20261126050000_undelivered_backfill', undeliveredBackfill],
   ['20261127120000_delivery_tenant_drop', deliveryTenantDrop],
+  ['20261127140000_console_accounts', consoleAccounts],
 ];
 
 /**

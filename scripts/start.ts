@@ -338,6 +338,7 @@ async function main(): Promise<void> {
       : ownCluster
         ? `Temporal:     ${env.TEMPORAL_ADDRESS}, namespace ${settings.TEMPORAL_NAMESPACE} (cluster, ${stopOwnCluster ? 'stops with npm start' : 'of npm run cluster'}; ${displayPath(join(dataDir, 'cluster'))})`
         : `Temporal:     ${env.TEMPORAL_ADDRESS}, namespace ${settings.TEMPORAL_NAMESPACE} (external)`,
+    `Console:      ${settings.PUBLIC_BASE_URL.replace(/\/+$/, '')}/console/sign-in  (demo sign-in: \`console\` in the demo data printed on the first run; \`npm run -s ops -- demo\` makes another)`,
     `Database:     ${redact(databaseUrl)}${embeddedPg ? `  (embedded, data in ${displayPath(join(dataDir, 'pg'))})` : ''}`,
     ...metricsLine(settings),
     buildLine,

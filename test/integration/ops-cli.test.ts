@@ -4,6 +4,8 @@ import { run } from '../../src/cli/run';
 import type { CliDeps } from '../../src/cli/command';
 import { loadSettings } from '../../src/config';
 import { createDb, Db } from '../../src/db/knex';
+import { checkPassword } from '../../src/console/accounts';
+import { tokenHash } from '../../src/console/tokens';
 import { parseKey } from '../../src/keys/keys';
 import { checkoutScopes, partnerScopes } from '../../src/keys/scopes';
 import { createProduct, ProductStatus } from '../../src/ops/products';
@@ -1172,6 +1174,58 @@ describe('demo', () => {
     const products = await db('products').where({ seller_id: doc.seller_id });
     expect(products.length).toBeGreaterThanOrEqual(2);
     expect(await db('stock_locations').where({ seller_id: doc.seller_id })).toHaveLength(1);
+    // One console owner per demo account, who can sign in with the printed password.
+    expect(doc.console.url).toBe('http://api.test:4000/console/sign-in');
+    expect(doc.console.seller_owner.totp_secret).toMatch(/^[A-Z2-7]{32}$/);
+    const sellerOwner = await checkPassword(db, doc.console.seller_owner.email, doc.console.seller_owner.password);
+    const merchantOwner = await checkPassword(
+      db,
+      doc.console.merchant_owner.email,
+      doc.console.merchant_owner.password,
+    );
+    expect(sellerOwner).toMatchObject({ role: 'owner', seller_id: doc.seller_id, merchant_id: null });
+    expect(merchantOwner).toMatchObject({ role: 'owner', seller_id: null, merchant_id: doc.merchant_id });
+  });
+});
+
+describe('console-user invite', () => {
+  it('prints a one-time link of which only the hash is stored', async () => {
+    const seller = await ops('seller', 'create', '--name', 'Invited');
+    const email = `owner-${Date.now()}@invited.example`;
+    const doc = await ops('console-user', 'invite', '--seller', seller.seller_id, '--email', email, '--role', 'owner');
+    expect(doc).toMatchObject({
+      email,
+      role: 'owner',
+      seller_id: seller.seller_id,
+      link: expect.stringMatching(/^http:\/\/api\.test:4000\/console\/invite\/[A-Za-z0-9_-]{43}$/),
+    });
+    const row = await db('console_invites').where({ id: doc.invite_id }).first();
+    expect(row.token_hash).toBe(tokenHash(doc.link.split('/').at(-1)));
+    expect(new Date(row.expires_at).getTime() - new Date(row.created_at).getTime()).toBe(7 * 86_400_000);
+  });
+
+  it('refuses no tenant or both, an unknown tenant or role, and an e-mail already used', async () => {
+    const seller = await ops('seller', 'create', '--name', 'Invited');
+    const invite = (...flags: string[]) => opsError('console-user', 'invite', '--email', 'x@y.example', ...flags);
+    expect((await invite('--role', 'owner')).error.code).toBe('invalid_tenant');
+    expect((await invite('--role', 'owner', '--seller', seller.seller_id, '--merchant', 'mer_x')).error.code).toBe(
+      'invalid_tenant',
+    );
+    expect((await invite('--role', 'owner', '--seller', 'sel_nope')).error.code).toBe('seller_not_found');
+    expect((await invite('--role', 'owner', '--merchant', 'mer_nope')).error.code).toBe('merchant_not_found');
+    expect((await invite('--role', 'admin', '--seller', seller.seller_id)).error.code).toBe('invalid_flag');
+    const demo = await ops('demo');
+    const taken = await opsError(
+      'console-user',
+      'invite',
+      '--seller',
+      seller.seller_id,
+      '--email',
+      demo.console.seller_owner.email,
+      '--role',
+      'viewer',
+    );
+    expect(taken.error.code).toBe('email_taken');
   });
 });
 
