@@ -7,13 +7,24 @@ import {
   AttemptMade,
   disableIfStillFailing,
   notifyIfFailing,
-  recordAttempts,
   recordCancelled,
   recordedAttempts,
   recordWithEndpoint,
 } from '../src/webhooks/record';
 import type { EndpointRow } from '../src/webhooks/endpoint-row';
-import { adopt, advance, claimDue, dropClaimed, enqueue, queueState, takePending } from '../src/webhooks/queue';
+import {
+  adopt,
+  advance,
+  claimDue,
+  type ClaimedKey,
+  dropClaimed,
+  enqueue,
+  queueState,
+  stillClaimed,
+  takePending,
+} from '../src/webhooks/queue';
+import { activityDeadline, assertBeforeDeadline, StaleClaimError } from '../src/temporal/activity-deadline';
+import { type FenceSite, fenced } from '../src/telemetry/fencing';
 import type { WebhookRuntime } from '../src/webhooks/runtime';
 import { DELIVERY_TIMEOUT_MS } from '../src/webhooks/schedule';
 import { inStoredTrace } from '../src/telemetry/propagation';
@@ -134,6 +145,20 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices, st
     return [...sent, ...others];
   }
 
+  /**
+   * Runs `write` (whose transaction calls assertBeforeDeadline last) and, when the activity was past
+   * its deadline so the write rolled back, counts it at `site` and fails the attempt (the server
+   * has already timed it out; its retry decides again).
+   */
+  async function fencedByDeadline<T>(site: FenceSite, ids: Record<string, unknown>, write: () => Promise<T>) {
+    try {
+      return await write();
+    } catch (err) {
+      if (err instanceof StaleClaimError) fenced(site, 1, { write: 'activity', ...ids });
+      throw err;
+    }
+  }
+
   const loadEndpoint = (endpointId: string) =>
     db('webhook_endpoints').where({ id: endpointId }).first() as Promise<EndpointRow | undefined>;
   const clockOf = (endpoint: EndpointRow) =>
@@ -195,8 +220,17 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices, st
       let sending = 0;
       /** Claimed and not yet recorded (sending, or sent and waiting for the recorder). */
       let unrecorded = 0;
-      /** Attempts made and waiting to be recorded, each with the moment it was claimed at. */
-      const made: Array<AttemptMade & { atMs: number }> = [];
+      /** Attempts made and waiting to be recorded, each with the moment it was claimed at and its claim's lease end. */
+      const made: Array<AttemptMade & { atMs: number; leaseEndMs: number }> = [];
+      /** This attempt's own deadline: past it, the server has retried the batch elsewhere. */
+      const deadline = activityDeadline();
+      const fencedWrites = (site: FenceSite, keys: readonly AttemptKey[], write: string) =>
+        fenced(site, keys.length, {
+          write,
+          endpoint_id: endpointId,
+          batch,
+          event_ids: keys.slice(0, 20).map((k) => k.eventId),
+        });
       const rounds = new Set<Promise<void>>();
       let recording: Promise<void> | undefined;
       let failure: unknown;
@@ -243,13 +277,18 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices, st
         while (made.length > 0 && failure === undefined) {
           await gather();
           const todo = made.splice(0);
-          const { done, after } = await db.transaction(async (trx) => {
-            const recorded = await recordWithEndpoint(trx, endpointId, todo, input.nowMs);
-            const done = todo.map((m) => ({ key: m as AttemptKey, result: recorded.results.get(attemptKey(m))! }));
+          const { done, after, stale } = await db.transaction(async (trx) => {
+            // The fence: only attempts whose rows this claim still holds are recorded (with the
+            // failure clock they move); the others were taken back after their lease lapsed.
+            const held = await stillClaimed(trx, endpointId, batch, todo);
+            const mine = todo.filter((m) => held.has(attemptKey(m)));
+            const recorded = await recordWithEndpoint(trx, endpointId, mine, input.nowMs);
+            const done = mine.map((m) => ({ key: m as AttemptKey, result: recorded.results.get(attemptKey(m))! }));
             await advance(trx, endpointId, batch, done);
-            return { done, after: recorded.endpoint };
+            return { done, after: recorded.endpoint, stale: todo.filter((m) => !held.has(attemptKey(m))) };
           });
           unrecorded -= todo.length;
+          fencedWrites('webhook_queue', stale, 'recording');
           for (const { result } of done) {
             if (result.outcome !== 'delivered' && result.outcome !== 'failed') continue;
             totals.attempted++;
@@ -269,26 +308,32 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices, st
       /** Sends (or refuses) one claim's rows, then hands them to the recorder. */
       const send = async (
         current: EndpointRow,
-        claimed: Array<AttemptKey & { event: EventRow | undefined }>,
+        claimed: Array<ClaimedKey & { event: EventRow | undefined }>,
         atMs: number,
       ) => {
+        // Resumed past this attempt's deadline (a pause): the batch's retry takes these rows back
+        // and sends them; this one sends nothing more.
+        if (deadline?.passed()) {
+          sending -= claimed.length;
+          unrecorded -= claimed.length;
+          fencedWrites('webhook_queue', claimed, 'send');
+          return;
+        }
         const todo = claimed.flatMap((c) => (c.event ? [{ ...c, event: c.event }] : []));
         // A purged event's row leaves the queue: nothing to send or record.
-        await dropClaimed(
-          db,
-          endpointId,
-          batch,
-          claimed.filter((c) => !c.event),
-        );
+        const purged = claimed.filter((c) => !c.event);
+        const notDropped = await dropClaimed(db, endpointId, batch, purged);
+        if (notDropped > 0) fencedWrites('webhook_queue', purged, 'drop purged');
         sending -= claimed.length - todo.length;
         unrecorded -= claimed.length - todo.length;
         // The address is checked once per URL for the whole activity, not once per claim.
         if (current.status === 'enabled' && checked?.url !== current.url)
           checked = { url: current.url, check: await checkWebhookUrl(current.url, webhooks) };
         /** An attempt goes to the recorder as it is made; a POST done frees its slot at once. */
+        const leaseEnds = new Map(claimed.map((c) => [attemptKey(c), c.leaseEndMs]));
         const hand = (attempts: AttemptMade[]) => {
           sending -= attempts.length;
-          made.push(...attempts.map((a) => ({ ...a, atMs })));
+          made.push(...attempts.map((a) => ({ ...a, atMs, leaseEndMs: leaseEnds.get(attemptKey(a))! })));
           if (enoughMade()) gathered?.();
           recordSoon();
           rang();
@@ -403,6 +448,7 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices, st
       deliveries: AttemptKey[];
     }): Promise<AttemptResult[]> {
       const { endpointId, attemptAtMs, deliveries } = input;
+      const deadline = activityDeadline();
       const [recorded, endpoint, events] = await Promise.all([
         recordedAttempts(db, endpointId, deliveries),
         db('webhook_endpoints').where({ id: endpointId }).first() as Promise<EndpointRow | undefined>,
@@ -419,7 +465,15 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices, st
           return event ? [{ ...d, event }] : []; // a purged event is dropped, nothing recorded
         });
         const made = await attempt(endpoint, todo);
-        const fresh = await recordAttempts(db, endpointId, made, attemptAtMs);
+        if (made.length === 0) return deliveries.map((d) => recorded.get(attemptKey(d)) ?? droppedResult);
+        // Recorded only within this attempt's deadline: past it, the retry sends and records them.
+        const fresh = await fencedByDeadline('activity', { activity: 'deliverBatch', endpoint_id: endpointId }, () =>
+          db.transaction(async (trx) => {
+            const { results } = await recordWithEndpoint(trx, endpointId, made, attemptAtMs);
+            assertBeforeDeadline(deadline);
+            return results;
+          }),
+        );
         for (const [key, result] of fresh) recorded.set(key, result);
       }
       return deliveries.map((d) => recorded.get(attemptKey(d)) ?? droppedResult);
@@ -436,7 +490,10 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices, st
 
     /** The 24-hour e-mail to the merchant's contact, decided by Postgres as of `nowMs` (workflow time); once per failure streak. */
     async notifyFailingEndpoint(input: { endpointId: string; nowMs: number }): Promise<{ notified: boolean }> {
-      return notifyIfFailing(db, input.endpointId, input.nowMs);
+      const deadline = activityDeadline();
+      return fencedByDeadline('endpoint_failure_clock', { activity: 'notify', endpoint_id: input.endpointId }, () =>
+        notifyIfFailing(db, input.endpointId, input.nowMs, () => assertBeforeDeadline(deadline)),
+      );
     },
 
     /** The 3-day disable, decided by Postgres as of `nowMs` (workflow time); the e-mail goes with it. */
@@ -444,7 +501,10 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices, st
       endpointId: string;
       nowMs: number;
     }): Promise<{ disabled: boolean; failingSinceMs: number | null }> {
-      return disableIfStillFailing(db, input.endpointId, input.nowMs);
+      const deadline = activityDeadline();
+      return fencedByDeadline('endpoint_failure_clock', { activity: 'disable', endpoint_id: input.endpointId }, () =>
+        disableIfStillFailing(db, input.endpointId, input.nowMs, () => assertBeforeDeadline(deadline)),
+      );
     },
   };
 }

@@ -28,6 +28,7 @@ import * as eventListKeys from './20261126040000_event_list_keys';
 import * as deliveryTenantOptional from './20261126041000_delivery_tenant_optional';
 import * as undeliveredBackfill from './20261126050000_undelivered_backfill';
 import * as deliveryTenantDrop from './20261127120000_delivery_tenant_drop';
+import * as consoleAccounts from './20261127140000_console_accounts';
 import * as endpointWatches from './20261127180000_endpoint_watches';
 
 /**
@@ -86,6 +87,7 @@ export const migrations: MigrationList = [
   ['20261126041000_delivery_tenant_optional', deliveryTenantOptional],
   ['20261126050000_undelivered_backfill', undeliveredBackfill],
   ['20261127120000_delivery_tenant_drop', deliveryTenantDrop],
+  ['20261127140000_console_accounts', consoleAccounts],
   ['20261127180000_endpoint_watches', endpointWatches],
 ];
 

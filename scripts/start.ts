@@ -7,6 +7,8 @@ import { createDemo } from '../src/ops/demo';
 import { promoteBuild } from '../src/ops/release';
 import { temporalConnectionOptions } from '../src/temporal/client';
 import { describeDeployment, deploymentVersionOf, releaseTargetOf } from '../src/temporal/deployment';
+import { runningCluster, startCluster, stopCluster } from './cluster/cluster';
+import { NAMESPACE_RETENTION } from './cluster/settings';
 import { startEmbeddedPg } from './embedded-pg';
 import { assertPortFree, repoRoot, startChild, stopAll, waitFor, type Child } from './processes';
 import { startTemporalDevServer } from './temporal-dev-server';
@@ -14,8 +16,9 @@ import { findTemporalCli } from './toolchain';
 
 /**
  * `npm start`: the whole service on one machine. Embedded Postgres unless DATABASE_URL is set, a
- * Temporal dev server unless TEMPORAL_ADDRESS is set, migrations, demo data on the first run, then
- * the worker and the API. Ctrl-C stops everything in reverse order and exits 0.
+ * Temporal dev server unless TEMPORAL_ADDRESS is set (TEMPORAL_MODE=cluster: the self-hosted
+ * cluster of `npm run cluster` instead, started here when none runs), migrations, demo data on the
+ * first run, then the worker and the API. Ctrl-C stops everything in reverse order and exits 0.
  */
 
 const DEFAULT_EMBEDDED_PG_PORT = 5433;
@@ -33,6 +36,17 @@ interface Ports {
 }
 
 let stopping = false;
+/** The API and the worker, stopped before a cluster this script started. */
+const services: Child[] = [];
+/** Stops the Temporal cluster when this script started it (not one `npm run cluster` left running). */
+let stopOwnCluster: (() => Promise<unknown>) | undefined;
+
+/** Which Temporal `npm start` runs when TEMPORAL_ADDRESS is unset: the CLI's dev server (default) or the cluster. */
+function temporalMode(env: NodeJS.ProcessEnv): 'dev' | 'cluster' {
+  const mode = env.TEMPORAL_MODE ?? 'dev';
+  if (mode !== 'dev' && mode !== 'cluster') throw new Error('TEMPORAL_MODE must be dev or cluster.');
+  return mode;
+}
 
 /** Stops every child (API and worker, then Temporal, then Postgres) and exits with `code`; runs once. */
 async function shutdown(code: number, reason?: string): Promise<void> {
@@ -40,6 +54,12 @@ async function shutdown(code: number, reason?: string): Promise<void> {
   stopping = true;
   if (reason) process.stderr.write(`\n${reason}\n`);
   process.stdout.write('Stopping...\n');
+  if (stopOwnCluster) {
+    for (const service of services) await service.stop();
+    await stopOwnCluster().catch((err: unknown) =>
+      process.stderr.write(`Stopping the Temporal cluster: ${String(err)}\n`),
+    );
+  }
   await stopAll();
   process.stdout.write('Stopped.\n');
   process.exit(code);
@@ -65,7 +85,7 @@ function readPorts(): Ports {
 }
 
 /** Fails early, naming the setting to change, when a port we are about to bind is taken. */
-async function checkPorts(settings: Settings, ports: Ports): Promise<void> {
+async function checkPorts(settings: Settings, ports: Ports, devServer: boolean): Promise<void> {
   const another = 'Is another `npm start` running?';
   if (!settings.DATABASE_URL) {
     await assertPortFree(
@@ -75,7 +95,7 @@ async function checkPorts(settings: Settings, ports: Ports): Promise<void> {
       `${another} Or set EMBEDDED_PG_PORT or DATABASE_URL.`,
     );
   }
-  if (!settings.TEMPORAL_ADDRESS) {
+  if (devServer) {
     await assertPortFree(
       ports.temporal,
       '127.0.0.1',
@@ -138,6 +158,27 @@ async function startTemporal(dataDir: string, ports: Ports, namespace: string): 
   return server.address;
 }
 
+/**
+ * The cluster of `npm run cluster` when one runs in DATA_DIR/cluster; else starts it on the
+ * Postgres server of `databaseUrl` (built on the first run) and stops it with this script.
+ */
+async function useCluster(dataDir: string, databaseUrl: string, namespace: string): Promise<string> {
+  const dir = join(dataDir, 'cluster');
+  const running = runningCluster(dir);
+  if (running) return running.address;
+  const cluster = await startCluster({
+    dir,
+    databaseUrl,
+    namespace,
+    retention: NAMESPACE_RETENTION,
+    temporalCli: findTemporalCli(),
+    timeoutMs: 4 * STARTUP_TIMEOUT_MS,
+    say: (line) => process.stdout.write(`${line}\n`),
+  });
+  stopOwnCluster = () => stopCluster(dir);
+  return cluster.state.address;
+}
+
 /** Applies migrations and, when the database has no sellers and no merchants, creates the demo data. */
 async function prepareDatabase(settings: Settings, databaseUrl: string): Promise<void> {
   const db = createDb(databaseUrl, 2);
@@ -184,6 +225,7 @@ function startService(name: string, entry: string, env: NodeJS.ProcessEnv): Chil
     { stopGraceMs: SHUTDOWN_DRAIN_MS + SHUTDOWN_TIMEOUT_MS + 15_000 },
   );
   superviseChild(child);
+  services.push(child);
   return child;
 }
 
@@ -260,12 +302,15 @@ async function main(): Promise<void> {
   const settings = loadSettings(env);
   const ports = readPorts();
   const dataDir = resolve(repoRoot, settings.DATA_DIR);
-  await checkPorts(settings, ports);
-
+  const mode = temporalMode(env);
   const embeddedPg = !settings.DATABASE_URL;
-  const embeddedTemporal = !settings.TEMPORAL_ADDRESS;
+  const embeddedTemporal = !settings.TEMPORAL_ADDRESS && mode === 'dev';
+  const ownCluster = !settings.TEMPORAL_ADDRESS && mode === 'cluster';
+  await checkPorts(settings, ports, embeddedTemporal);
+
   if (embeddedPg) env.DATABASE_URL = await startPostgres(dataDir, ports.postgres);
   if (embeddedTemporal) env.TEMPORAL_ADDRESS = await startTemporal(dataDir, ports, settings.TEMPORAL_NAMESPACE);
+  if (ownCluster) env.TEMPORAL_ADDRESS = await useCluster(dataDir, env.DATABASE_URL!, settings.TEMPORAL_NAMESPACE);
   const runSettings = loadSettings(env);
   const databaseUrl = requireDatabaseUrl(runSettings);
   await prepareDatabase(runSettings, databaseUrl);
@@ -283,14 +328,17 @@ async function main(): Promise<void> {
   const watched = { timeoutMs: STARTUP_TIMEOUT_MS, watched: [api, worker] };
   await waitFor(`the API at ${healthUrl}`, () => healthy(healthUrl), watched);
   await waitFor('the worker to poll its task queue', workerReady, watched);
-  const buildLine = await ownBuildLine(runSettings, embeddedTemporal);
+  const buildLine = await ownBuildLine(runSettings, embeddedTemporal || ownCluster);
 
   const lines = [
     '',
     `API:          http://localhost:${settings.PORT}  (health: http://localhost:${settings.PORT}/partner/v1/health)`,
     embeddedTemporal
       ? `Temporal UI:  http://localhost:${ports.temporalUi}  (server ${env.TEMPORAL_ADDRESS}, log ${displayPath(join(dataDir, 'temporal.log'))})`
-      : `Temporal:     ${env.TEMPORAL_ADDRESS}, namespace ${settings.TEMPORAL_NAMESPACE} (external)`,
+      : ownCluster
+        ? `Temporal:     ${env.TEMPORAL_ADDRESS}, namespace ${settings.TEMPORAL_NAMESPACE} (cluster, ${stopOwnCluster ? 'stops with npm start' : 'of npm run cluster'}; ${displayPath(join(dataDir, 'cluster'))})`
+        : `Temporal:     ${env.TEMPORAL_ADDRESS}, namespace ${settings.TEMPORAL_NAMESPACE} (external)`,
+    `Console:      ${settings.PUBLIC_BASE_URL.replace(/\/+$/, '')}/console/sign-in  (demo sign-in: \`console\` in the demo data printed on the first run; \`npm run -s ops -- demo\` makes another)`,
     `Database:     ${redact(databaseUrl)}${embeddedPg ? `  (embedded, data in ${displayPath(join(dataDir, 'pg'))})` : ''}`,
     ...metricsLine(settings),
     buildLine,

@@ -32,8 +32,27 @@ export const SYSTEM_PACKAGES: readonly SystemPackage[] = [
   {
     debian: 'prometheus',
     binaries: ['prometheus', 'promtool'],
-    neededBy: /[\\/]test[\\/].*telemetry-[^\\/]*\.test\.ts$/,
-    why: 'the telemetry tests run a real Prometheus and promtool',
+    neededBy: /[\\/]test[\\/].*telemetry-[^\\/]*\.test\.ts$|[\\/]scripts[\\/]chaos\.ts$/,
+    why: 'the telemetry tests and npm run chaos run a real Prometheus (and promtool)',
+  },
+  // npm run chaos (scripts/chaos.ts) installs the ones below through ensureSystemPackages, as npm test does.
+  {
+    debian: 'prometheus-alertmanager',
+    binaries: ['prometheus-alertmanager'],
+    neededBy: /[\\/]scripts[\\/]chaos\.ts$/,
+    why: 'npm run chaos routes the alerts through a real Alertmanager',
+  },
+  {
+    debian: 'iptables',
+    binaries: ['iptables'],
+    neededBy: /[\\/]scripts[\\/]chaos\.ts$/,
+    why: 'npm run chaos drops packets on loopback for its partitions',
+  },
+  {
+    debian: 'faketime',
+    binaries: ['faketime'],
+    neededBy: /[\\/]scripts[\\/]chaos\.ts$/,
+    why: "npm run chaos moves one worker's clock with libfaketime",
   },
 ];
 

@@ -7,6 +7,7 @@ import { requestLog } from './http/request-log';
 import { partnerRouter } from './partner/routes';
 import { checkoutRouter } from './checkout/routes';
 import { hostedStack } from './hosted/routes';
+import { CONSOLE_PREFIX, consoleDeps, consoleStack } from './console/routes';
 import type { AppDeps } from './deps';
 import { docsPage } from './openapi/routes';
 import { httpMetrics, traceRequests } from './telemetry/http';
@@ -32,7 +33,10 @@ export function checkoutStack(deps: AppDeps, router: AnyRouter): Koa.Middleware 
   return under('/v1', [checkoutRequestId, checkoutErrors, body, router.routes(), router.allowedMethods()]);
 }
 
-/** The whole HTTP surface: Partner API, Checkout API and the hosted page (which calls the `/v1` stack). */
+/**
+ * The whole HTTP surface: Partner API, Checkout API, the hosted page (which calls the `/v1` stack)
+ * and the seller and merchant console (`/console`, docs/console.md).
+ */
 export function createApp(deps: AppDeps): Koa {
   // The client IP (per-IP limits) is the connection's address unless TRUST_PROXY names the proxy
   // hops in front, whose appended X-Forwarded-For entries are then believed (never the client's own).
@@ -46,6 +50,7 @@ export function createApp(deps: AppDeps): Koa {
   const checkout = checkoutStack(deps, checkoutRouter(deps));
   app.use(checkout);
   app.use(hostedStack(deps, checkout));
+  app.use(under(CONSOLE_PREFIX, [consoleStack(consoleDeps(deps))]));
   app.use(docsPage);
   // Any other path: a 404 with a small JSON body. Koa turns a body set on its default 404 into a
   // 200, so the status is set again after the body.

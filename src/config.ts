@@ -163,6 +163,8 @@ const settingsSchema = z.object({
   WORKER_METRICS_PORT: metricsPort(9465),
   /** Loopback port of the Temporal SDK's own exporter, which the worker's /metrics reads and appends; off or 0: none. */
   TEMPORAL_SDK_METRICS_PORT: metricsPort(9466),
+  /** How often each process probes Postgres and Temporal (svc_dependency_up, svc_clock_skew_seconds, /readyz), each probe within its deadline. */
+  DEPENDENCY_PROBE_INTERVAL_MS: z.coerce.number().int().min(200).max(60_000).default(5000),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
   /**
    * After SIGTERM or SIGINT, how long the API keeps serving (with `/readyz` failing and every answer

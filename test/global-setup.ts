@@ -4,6 +4,9 @@ import { Client } from 'pg';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { workflowInterceptorModules } from '../src/telemetry/temporal';
 import { createDb, migrateLatest } from '../src/db/knex';
+import { runningCluster, startCluster } from '../scripts/cluster/cluster';
+import { NAMESPACE_RETENTION } from '../scripts/cluster/settings';
+import { repoRoot } from '../scripts/processes';
 import { randomString } from '../src/lib/ids';
 import { newRunEnvFile, RUN_ENV_VARIABLE, RunEnv } from './helpers/run-env';
 
@@ -11,6 +14,27 @@ import { newRunEnvFile, RUN_ENV_VARIABLE, RunEnv } from './helpers/run-env';
  * Once per run: a fresh database on DATABASE_URL's server, migrated, and the workflow bundle.
  * `npm test` sets DATABASE_URL (embedded Postgres when none is given) and TEMPORAL_TEST_SERVER_PATH.
  */
+/**
+ * TEMPORAL_MODE=cluster: the tests that use a real server share the cluster of `npm run cluster`
+ * (its Temporal databases on DATABASE_URL's server), started here when none runs and then stopped
+ * by teardown. The build is the script's: a cold one takes minutes.
+ */
+async function useCluster(adminUrl: string, temporalCli: string): Promise<NonNullable<RunEnv['temporalCluster']>> {
+  const dir = join(repoRoot, '.data', 'cluster');
+  const running = runningCluster(dir);
+  if (running) return { address: running.address, dir, stop: false };
+  const { state } = await startCluster({
+    dir,
+    databaseUrl: adminUrl,
+    namespace: 'default',
+    retention: NAMESPACE_RETENTION,
+    temporalCli,
+    timeoutMs: 300_000,
+    say: (line) => process.stderr.write(`${line}\n`),
+  });
+  return { address: state.address, dir, stop: true };
+}
+
 export default async function globalSetup(): Promise<void> {
   const adminUrl = process.env.DATABASE_URL;
   const testServerPath = process.env.TEMPORAL_TEST_SERVER_PATH;
@@ -51,6 +75,7 @@ export default async function globalSetup(): Promise<void> {
   writeFileSync(workflowBundlePath, code);
 
   const env: RunEnv = { databaseUrl, adminUrl, databaseName, workflowBundlePath, testServerPath, temporalCliPath };
+  if (process.env.TEMPORAL_MODE === 'cluster') env.temporalCluster = await useCluster(adminUrl, temporalCliPath);
   writeFileSync(runEnvFile, JSON.stringify(env));
   process.env[RUN_ENV_VARIABLE] = runEnvFile; // inherited by the test workers and read by teardown
 }

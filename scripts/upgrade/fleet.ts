@@ -150,6 +150,16 @@ interface Backend {
   healthy: boolean;
   /** Taken out of rotation by the deploy (no health check brings it back). */
   removed: boolean;
+  /** Health checks failed in a row. */
+  failures: number;
+}
+
+/** How the balancer judges its backends (the defaults: out at the first failed check, no fail-open). */
+export interface BalancerOptions {
+  /** Failed checks in a row that take a backend out of rotation. */
+  unhealthyAfter?: number;
+  /** With no healthy backend, send to every backend not taken out (as Envoy's panic mode or an ALB does). */
+  failOpen?: boolean;
 }
 
 /** What one request through the balancer came to. */
@@ -175,7 +185,10 @@ export class Balancer {
   private next = 0;
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly intervalMs = 200) {}
+  constructor(
+    private readonly intervalMs = 200,
+    private readonly options: BalancerOptions = {},
+  ) {}
 
   /** Health checks from now on, until `close`. */
   start(): void {
@@ -184,7 +197,9 @@ export class Balancer {
         this.backends
           .filter((b) => !b.removed)
           .map(async (b) => {
-            b.healthy = await isReady(b.service);
+            const ready = await isReady(b.service);
+            b.failures = ready ? 0 : b.failures + 1;
+            b.healthy = ready || (b.healthy && b.failures < (this.options.unhealthyAfter ?? 1));
           }),
       );
       this.timer = setTimeout(() => void tick(), this.intervalMs);
@@ -201,6 +216,7 @@ export class Balancer {
       agent: new http.Agent({ keepAlive: true, maxSockets: 64, timeout: 4_000 }),
       healthy: true,
       removed: false,
+      failures: 0,
     });
   }
 
@@ -223,7 +239,8 @@ export class Balancer {
     timeoutMs = 30_000,
   ): Promise<Outcome> {
     const started = performance.now();
-    const live = this.backends.filter((b) => b.healthy && !b.removed);
+    let live = this.backends.filter((b) => b.healthy && !b.removed);
+    if (live.length === 0 && this.options.failOpen) live = this.backends.filter((b) => !b.removed);
     if (live.length === 0)
       return { status: null, connectionError: 'no backend in rotation', text: '', ms: 0, resent: false };
     const backend = live[this.next++ % live.length];

@@ -127,6 +127,7 @@ const UNAVAILABLE_SQLSTATES = new Map(
     '57P01': 'none', // admin_shutdown
     '57P03': 'none', // cannot_connect_now (starting up, shutting down, recovering)
     '53300': 'none', // too_many_connections
+    '53100': 'none', // disk_full: could not extend a file, no space left (npm run chaos, pg-disk-full)
   }),
 );
 

@@ -9,6 +9,7 @@ import {
   type DbDeadlines,
 } from './deadlines';
 import { log } from '../lib/log';
+import { countDbError } from '../telemetry/db-errors';
 import { migrate } from './migrator';
 
 // Money and counts are bigint columns; every value we store fits in a JS number exactly.
@@ -22,12 +23,16 @@ interface KnexPgClient extends Knex.Client {
 // knex's own Postgres dialect, which has no type declarations of its own.
 const KnexPg = require('knex/lib/dialects/postgres') as new (config: Knex.Config) => KnexPgClient;
 
-/** knex's Postgres dialect, except that a connection whose query passed its client-side deadline is never reused. */
+/**
+ * knex's Postgres dialect, except that a connection whose query passed its client-side deadline is
+ * never reused, and every error Postgres answers is counted by SQLSTATE (svc_db_errors_total).
+ */
 class BoundedPgClient extends KnexPg {
   override async _query(connection: unknown, obj: unknown): Promise<unknown> {
     try {
       return await super._query(connection, obj);
     } catch (err) {
+      countDbError(err);
       if (isQueryReadTimeout(err)) discardConnection(connection);
       throw err;
     }

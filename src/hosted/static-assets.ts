@@ -3,8 +3,12 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Middleware } from 'koa';
 
-/** The hosted pages' stylesheet and script, served from `/hosted/static/`. */
-const files = { 'checkout.css': 'text/css; charset=utf-8', 'checkout.js': 'text/javascript; charset=utf-8' } as const;
+/** The hosted pages' stylesheet and script, and the console's stylesheet, served from `/hosted/static/`. */
+const files = {
+  'checkout.css': 'text/css; charset=utf-8',
+  'checkout.js': 'text/javascript; charset=utf-8',
+  'console.css': 'text/css; charset=utf-8',
+} as const;
 type AssetName = keyof typeof files;
 
 interface Asset {

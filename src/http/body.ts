@@ -55,7 +55,7 @@ export function jsonBody(limitBytes: number): Middleware {
   };
 }
 
-function readLimited(stream: NodeJS.ReadableStream, limit: number): Promise<Buffer> {
+export function readLimited(stream: NodeJS.ReadableStream, limit: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;

@@ -14,7 +14,7 @@ import { startTracing } from '../telemetry/tracing';
 import { requireSecretKeyForLive } from '../webhooks/runtime';
 import { registerDbPoolMetrics, setBuildInfo, startMetricsServer, type MetricsServer } from '../telemetry/metrics';
 import { buildIdOf, releaseVersion } from '../temporal/deployment';
-import { serviceReady } from '../telemetry/readiness';
+import { startDependencyProbes, type DependencyProbes } from '../telemetry/readiness';
 import { closeAll, exitStopped, listenForStop, readyUntilStopped } from './stop';
 
 /**
@@ -33,17 +33,26 @@ async function main(): Promise<void> {
   // Filled in as start-up proceeds; /readyz reports what is not there yet.
   const started: { temporal?: Awaited<ReturnType<typeof connectTemporal>> } = {};
   let metrics: MetricsServer | undefined;
+  let probes: DependencyProbes | undefined;
   if (settings.METRICS_PORT) {
     registerDbPoolMetrics(db);
+    // Temporal not answering leaves the API ready (degraded): writes reach it through the handoff relay.
+    probes = startDependencyProbes({
+      db,
+      connection: () => started.temporal?.connection,
+      namespace: settings.TEMPORAL_NAMESPACE,
+      deadlines: { postgresMs: settings.DB_QUERY_TIMEOUT_MS, temporalMs: settings.TEMPORAL_CALL_TIMEOUT_MS },
+      intervalMs: settings.DEPENDENCY_PROBE_INTERVAL_MS,
+      temporalRequired: false,
+    });
+    const { checks } = probes;
     // The release this API serves (an API has no Worker Deployment build: its build_id is the one its release's workers declare).
     setBuildInfo({ version: releaseVersion, build_id: buildIdOf(settings) });
     metrics = await startMetricsServer({
       role: 'api',
       host: settings.METRICS_HOST,
       port: settings.METRICS_PORT,
-      readiness: readyUntilStopped(stop, () =>
-        serviceReady(db, started.temporal?.connection, settings.TEMPORAL_NAMESPACE),
-      ),
+      readiness: readyUntilStopped(stop, checks),
     });
     log.info('api metrics listening', { url: `${metrics.url}/metrics` });
   }
@@ -83,6 +92,7 @@ async function main(): Promise<void> {
   const left = { stage: 'in_flight_left', in_flight: inFlight, answered: inFlight - cut, cut };
   if (cut > 0) log.warn('api closed requests still in flight at SHUTDOWN_TIMEOUT_MS', left);
   else log.info('api answered every request in flight', left);
+  probes?.stop();
   await closeAll('api', [
     // Delivered handoffs still being deleted: let that finish before the pool goes (the relay would only repeat them).
     ['postgres', () => handoffsForgotten(db).finally(() => db.destroy())],

@@ -22,7 +22,7 @@ import { announceDeploymentVersion, promoteIfFresh } from '../worker/deployment'
 import { installSdkLogger } from '../worker/sdk-log';
 import { readSdkMetrics, registerDbPoolMetrics, startMetricsServer, type MetricsServer } from '../telemetry/metrics';
 import { registerBacklogGauges } from '../telemetry/backlogs';
-import { serviceReady, workerReady } from '../telemetry/readiness';
+import { startDependencyProbes, workerReady, type DependencyProbes } from '../telemetry/readiness';
 import { runUntilStopped } from '../worker/stop';
 import { listenForStop, readyUntilStopped } from './stop';
 
@@ -47,15 +47,25 @@ async function main(): Promise<void> {
   // Filled in as start-up proceeds; /readyz reports what is not there yet.
   const started: { connection?: NativeConnection; worker?: Worker } = {};
   let metrics: MetricsServer | undefined;
+  let probes: DependencyProbes | undefined;
   if (settings.WORKER_METRICS_PORT) {
     registerDbPoolMetrics(db);
+    const dependencies = startDependencyProbes({
+      db,
+      connection: () => started.connection,
+      namespace: settings.TEMPORAL_NAMESPACE,
+      deadlines: { postgresMs: deadlines.queryMs, temporalMs: settings.TEMPORAL_CALL_TIMEOUT_MS },
+      intervalMs: settings.DEPENDENCY_PROBE_INTERVAL_MS,
+      temporalRequired: true,
+    });
+    probes = dependencies;
     registerBacklogGauges(db, Object.keys(transportsFromSettings(settings)) as Array<'sms' | 'email'>);
     metrics = await startMetricsServer({
       role: 'worker',
       host: settings.METRICS_HOST,
       port: settings.WORKER_METRICS_PORT,
       readiness: readyUntilStopped(stop, async () => [
-        ...(await serviceReady(db, started.connection, settings.TEMPORAL_NAMESPACE)),
+        ...(await dependencies.checks()),
         workerReady(started.worker),
       ]),
       extra: sdkMetrics ? () => readSdkMetrics(`http://${sdkMetrics}/metrics`) : undefined,
@@ -126,6 +136,7 @@ async function main(): Promise<void> {
       ['outbox relay', relay],
     ],
     closers: [
+      ['dependency probes', async () => probes?.stop()],
       ['webhook queue LISTEN', () => queueNotices.stop()],
       ['outbox transports', async () => Object.values(transports).forEach((t) => t.close?.())],
       ['metrics server', metrics?.close],

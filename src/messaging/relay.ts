@@ -1,4 +1,5 @@
 import { outboxGivenUp } from '../telemetry/durable';
+import { fenced } from '../telemetry/fencing';
 import type { ClientConfig } from 'pg';
 import type { Knex } from 'knex';
 import type { Db } from '../db/knex';
@@ -40,6 +41,8 @@ export interface OutboxRelayDeps {
   batchSize?: number;
   /** Only messages to these addresses (test files share one database). */
   onlyTo?: ReadonlySet<string>;
+  /** Runs between a message's claim and its send (tests freeze a sender here, as a paused process would be). */
+  beforeSend?: (message: OutboxMessage) => Promise<void>;
 }
 
 export interface OutboxRelay {
@@ -56,6 +59,8 @@ interface ClaimedRow extends OutboxMessage {
   created_at: Date;
   /** The trace that queued the message (an OTP request): the send continues it. */
   traceparent: string | null;
+  /** Where the claim moved `next_attempt_at` (the lease's end): with `attempts`, the claim's fencing token. */
+  lease_end: Date;
 }
 
 /**
@@ -131,13 +136,27 @@ export function startOutboxRelay(deps: OutboxRelayDeps): OutboxRelay {
       const rows: ClaimedRow[] = await query;
       for (const row of rows) {
         row.attempts += 1;
-        await trx('outbox')
-          .where({ id: row.id })
-          .update({ attempts: row.attempts, next_attempt_at: new Date(at.getTime() + retryDelayMs(row.attempts)) });
+        row.lease_end = new Date(at.getTime() + retryDelayMs(row.attempts));
+        await trx('outbox').where({ id: row.id }).update({ attempts: row.attempts, next_attempt_at: row.lease_end });
       }
       return rows;
     });
   }
+
+  /**
+   * The row as this claim left it: same attempt, same lease end, unsent. A later claim (this
+   * relay's lease lapsed and another took the row, or gave it up) changes one of them, so a write
+   * through this takes effect only while the claim is still the writer's own.
+   */
+  const ownRow = (row: ClaimedRow) =>
+    deps
+      .db('outbox')
+      .where({ id: row.id, attempts: row.attempts, next_attempt_at: row.lease_end })
+      .whereNull('sent_at');
+
+  /** Counts and logs a write of `row` that its claim no longer covered. */
+  const fencedWrite = (row: ClaimedRow, write: string) =>
+    fenced('outbox', 1, { write, id: row.id, kind: row.kind, attempts: row.attempts });
 
   /** Sends one message in the trace that queued it. */
   function sendOne(row: ClaimedRow): Promise<void> {
@@ -147,7 +166,14 @@ export function startOutboxRelay(deps: OutboxRelayDeps): OutboxRelay {
 
   async function sendTraced(row: ClaimedRow): Promise<void> {
     const transport = deps.transports[row.kind]!;
-    const { attempts, created_at: createdAt, traceparent: _, ...message } = row;
+    const { attempts, created_at: createdAt, traceparent: _, lease_end: leaseEnd, ...message } = row;
+    await deps.beforeSend?.(message);
+    // Claimed before sending, and checked again right before: a sender resumed after its lease
+    // ended (by its own clock) or after another relay took the row sends nothing.
+    if (now() >= leaseEnd || !(await ownRow(row).first('id'))) {
+      fencedWrite(row, 'send');
+      return;
+    }
     try {
       await transport.send(message);
     } catch (err) {
@@ -155,12 +181,9 @@ export function startOutboxRelay(deps: OutboxRelayDeps): OutboxRelay {
       const at = now();
       const retryAt = new Date(at.getTime() + retryDelayMs(attempts));
       const giveUp = attempts >= MAX_ATTEMPTS || expired(row.kind, createdAt, retryAt);
-      const updated = await deps
-        .db('outbox')
-        .where({ id: row.id, attempts })
-        .whereNull('sent_at')
-        .update({ last_error: lastError, next_attempt_at: giveUp ? null : retryAt });
-      if (giveUp && updated > 0) outboxGivenUp.inc({ kind: row.kind });
+      const updated = await ownRow(row).update({ last_error: lastError, next_attempt_at: giveUp ? null : retryAt });
+      if (updated === 0) return fencedWrite(row, 'failure mark');
+      if (giveUp) outboxGivenUp.inc({ kind: row.kind });
       if (giveUp) log.warn('outbox message given up', { id: row.id, kind: row.kind, attempts, error: err });
       else
         log.warn('outbox message not sent; will retry', {
@@ -173,11 +196,12 @@ export function startOutboxRelay(deps: OutboxRelayDeps): OutboxRelay {
       return;
     }
     // A sent SMS is an OTP code delivered: the outbox keeps no readable copy of it.
-    await deps
-      .db('outbox')
-      .where({ id: row.id })
-      .whereNull('sent_at')
-      .update({ sent_at: now(), next_attempt_at: null, ...(row.kind === 'sms' ? { body: maskCodes(row.body) } : {}) });
+    const marked = await ownRow(row).update({
+      sent_at: now(),
+      next_attempt_at: null,
+      ...(row.kind === 'sms' ? { body: maskCodes(row.body) } : {}),
+    });
+    if (marked === 0) return fencedWrite(row, 'sent mark');
     log.info('outbox message sent', { id: row.id, kind: row.kind, attempts });
   }
 

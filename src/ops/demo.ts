@@ -1,4 +1,6 @@
 import type { Settings } from '../config';
+import { createDemoUser } from '../console/accounts';
+import { totpCode } from '../console/totp';
 import type { Db } from '../db/knex';
 import { partnerScopes } from '../keys/scopes';
 import { createCheckoutKey } from './checkout-keys';
@@ -7,6 +9,8 @@ import { createPartnerKey } from './partner-keys';
 import { createProduct, ProductIn } from './products';
 import { createSeller } from './sellers';
 import { setStockLevel } from './stock';
+import { randomString } from '../lib/ids';
+import { webhookRuntime } from '../webhooks/runtime';
 
 const TEMPORAL_UI_URL = 'http://localhost:8233';
 const DEMO_STOCK_LEVEL = 25;
@@ -38,6 +42,14 @@ const demoProducts: Array<Omit<ProductIn, 'sellerId'>> = [
   },
 ];
 
+export interface DemoConsoleUser {
+  email: string;
+  password: string;
+  totp_secret: string;
+  /** The code valid when the demo was made (to try at once; then read the app's). */
+  totp_code_now: string;
+}
+
 export interface DemoOut {
   seller_id: string;
   location_id: string;
@@ -47,6 +59,12 @@ export interface DemoOut {
   merchant_id: string;
   secret_key: string;
   publishable_key: string;
+  /** One console owner per demo account; the TOTP secret goes into an authenticator app. */
+  console: {
+    url: string;
+    seller_owner: DemoConsoleUser;
+    merchant_owner: DemoConsoleUser;
+  };
   urls: {
     api_base: string;
     partner_health: string;
@@ -59,10 +77,18 @@ export interface DemoOut {
 /**
  * Creates a fresh demo world in one transaction: a seller with one location, a sandbox (test)
  * Partner key with every scope, a few stocked products, the test merchant "Demo Store" with the
- * test and cash-on-delivery methods, and its test secret and publishable keys. Keys are shown once.
+ * test and cash-on-delivery methods, and its test secret and publishable keys, and a console owner
+ * for the seller and one for the merchant (password and TOTP secret). Keys are shown once.
  */
-export async function createDemo(db: Db, settings: Pick<Settings, 'PUBLIC_BASE_URL'>): Promise<DemoOut> {
+export async function createDemo(
+  db: Db,
+  settings: Pick<
+    Settings,
+    'PUBLIC_BASE_URL' | 'WEBHOOK_ALLOWED_HOSTS' | 'WEBHOOK_SECRET_KEY' | 'WEBHOOK_EXTRA_CA_PATH'
+  >,
+): Promise<DemoOut> {
   const base = settings.PUBLIC_BASE_URL.replace(/\/+$/, '');
+  const { cipher } = webhookRuntime(settings);
   return db.transaction(async (trx) => {
     const seller = await createSeller(trx, { name: 'Demo Seller', locations: 1 });
     const locationId = seller.locations[0].id;
@@ -96,6 +122,15 @@ export async function createDemo(db: Db, settings: Pick<Settings, 'PUBLIC_BASE_U
       mode: 'test',
       type: 'publishable',
     });
+    const now = new Date();
+    const owner = async (tenant: { sellerId: string } | { merchantId: string }, who: string) => {
+      const password = randomString(16);
+      const email = `${who}-${randomString(6, 'abcdefghijkmnpqrstuvwxyz23456789')}@demo.example.com`;
+      const made = await createDemoUser(trx, cipher, { ...tenant, email, role: 'owner', password, now });
+      return { email, password, totp_secret: made.totpSecret, totp_code_now: totpCode(made.totpSecret, now) };
+    };
+    const sellerOwner = await owner({ sellerId: seller.seller_id }, 'seller');
+    const merchantOwner = await owner({ merchantId: merchant.merchant_id }, 'merchant');
     return {
       seller_id: seller.seller_id,
       location_id: locationId,
@@ -105,6 +140,7 @@ export async function createDemo(db: Db, settings: Pick<Settings, 'PUBLIC_BASE_U
       merchant_id: merchant.merchant_id,
       secret_key: secret.key,
       publishable_key: publishable.key,
+      console: { url: `${base}/console/sign-in`, seller_owner: sellerOwner, merchant_owner: merchantOwner },
       urls: {
         api_base: base,
         partner_health: `${base}/partner/v1/health`,

@@ -34,12 +34,13 @@ function isOrderStatus(value: string): value is OrderStatus {
 }
 
 /**
- * Moves an order as the seller's dashboard would, with one conditional UPDATE. Delivery starts the
+ * Moves an order as the seller's dashboard would (the console passes `sellerId`: another
+ * seller's order is then `order_not_found`), with one conditional UPDATE. Delivery starts the
  * settlement's hold; cancelling or returning reverses a settlement that is still held.
  */
 export async function setOrderStatus(
   db: Db,
-  input: { orderId: string; status: string; tracking?: string; carrier?: string },
+  input: { orderId: string; status: string; tracking?: string; carrier?: string; sellerId?: string },
 ): Promise<OrderStatusOut> {
   const to = input.status;
   if (!isOrderStatus(to)) throw new OpsError('invalid_status', `status must be one of ${orderStatuses.join(', ')}`);
@@ -57,13 +58,14 @@ export async function setOrderStatus(
     };
     if (reachesAccepted) changes.accepted_at = trx.raw('coalesce(accepted_at, now())');
     if (reachesShipped) changes.shipped_at = trx.raw('coalesce(shipped_at, now())');
+    const mine = { id: input.orderId, ...(input.sellerId !== undefined && { seller_id: input.sellerId }) };
     const [order] = await trx('orders')
-      .where({ id: input.orderId })
+      .where(mine)
       .whereIn('status', reachableFrom[to])
       .update(changes)
       .returning(['id', 'status', 'accepted_at', 'shipped_at', 'tracking_number', 'carrier']);
     if (!order) {
-      const current = await trx('orders').where({ id: input.orderId }).first('status');
+      const current = await trx('orders').where(mine).first('status');
       if (!current) throw new OpsError('order_not_found', `no order ${input.orderId}`);
       throw new OpsError('invalid_transition', `order ${input.orderId} is ${current.status}; it cannot become ${to}`);
     }

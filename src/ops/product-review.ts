@@ -16,13 +16,15 @@ async function move(
   from: ProductStatus,
   to: ProductStatus,
   rejectionReason: string | null,
+  sellerId?: string,
 ): Promise<ProductStatusOut> {
+  const mine = { id: productId, ...(sellerId !== undefined && { seller_id: sellerId }) };
   const [row] = await db('products')
-    .where({ id: productId, status: from })
+    .where({ ...mine, status: from })
     .update({ status: to, rejection_reason: rejectionReason, updated_at: db.fn.now() })
     .returning(['id', 'status', 'rejection_reason']);
   if (row) return { product_id: row.id, status: row.status, rejection_reason: row.rejection_reason };
-  const current = await db('products').where({ id: productId }).first('status');
+  const current = await db('products').where(mine).first('status');
   if (!current) throw new OpsError('product_not_found', `no product ${productId}`);
   throw new OpsError(
     'invalid_transition',
@@ -30,9 +32,9 @@ async function move(
   );
 }
 
-/** The seller's dashboard submit: draft → proposed. */
-export function submitProduct(db: Db, productId: string): Promise<ProductStatusOut> {
-  return move(db, productId, 'draft', 'proposed', null);
+/** The seller's dashboard submit: draft → proposed (`sellerId`: only that seller's product). */
+export function submitProduct(db: Db, productId: string, opts: { sellerId?: string } = {}): Promise<ProductStatusOut> {
+  return move(db, productId, 'draft', 'proposed', null, opts.sellerId);
 }
 
 /** The review's approval: proposed → published. */
@@ -46,6 +48,10 @@ export function rejectProduct(db: Db, productId: string, reason: string): Promis
 }
 
 /** The seller's dashboard resubmit: rejected → proposed (the old rejection reason is cleared). */
-export function resubmitProduct(db: Db, productId: string): Promise<ProductStatusOut> {
-  return move(db, productId, 'rejected', 'proposed', null);
+export function resubmitProduct(
+  db: Db,
+  productId: string,
+  opts: { sellerId?: string } = {},
+): Promise<ProductStatusOut> {
+  return move(db, productId, 'rejected', 'proposed', null, opts.sellerId);
 }

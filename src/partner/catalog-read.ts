@@ -117,3 +117,10 @@ export async function findProductBySku(db: Db, sellerId: string, sku: string): P
     .first();
   return row ? withParts(row) : null;
 }
+
+/** The seller's product `productId`, whole; null for none or another seller's. */
+export async function findProductById(db: Db, sellerId: string, productId: string): Promise<ProductWithParts | null> {
+  if (!isStorableText(productId)) return null;
+  const row: PartsRow | undefined = await productsWithParts(db, sellerId).andWhere('p.id', productId).first();
+  return row ? withParts(row) : null;
+}

@@ -27,7 +27,11 @@ function summaryOut(r: SummaryRow) {
  * One page of the seller's orders, newest first by the settlement record's creation (when the
  * order was placed with this seller), keyset-paged on (created_at, order id).
  */
-export async function listOrders(db: Db, sellerId: string, opts: { since?: Date; after?: OrdersKey; limit: number }) {
+export async function listOrders(
+  db: Db,
+  sellerId: string,
+  opts: { since?: Date; after?: OrdersKey; limit: number; status?: string },
+) {
   const query = db('settlements as s')
     .join('orders as o', 'o.id', 's.order_id')
     .where('s.seller_id', sellerId)
@@ -39,6 +43,7 @@ export async function listOrders(db: Db, sellerId: string, opts: { since?: Date;
     .limit(opts.limit + 1)
     .select('o.id', 'o.increment_id', 'o.status', 'o.total', 'o.currency', 's.created_at as placed_at');
   if (opts.since) query.andWhere('s.created_at', '>=', opts.since);
+  if (opts.status) query.andWhere('o.status', opts.status);
   if (opts.after) {
     query.andWhereRaw('(s.created_at, s.order_id) < (?::timestamptz, ?)', [opts.after.placedAt, opts.after.id]);
   }

@@ -6,7 +6,7 @@ import { registry } from './metrics';
 import { tracer, tracing } from './tracing';
 
 /** Which API a path belongs to: the label every HTTP metric carries. */
-export type ApiName = 'partner' | 'checkout' | 'public' | 'hosted' | 'other';
+export type ApiName = 'partner' | 'checkout' | 'public' | 'hosted' | 'console' | 'other';
 
 /** The API of `path`, by its mount point (src/app.ts). */
 export function apiOf(path: string): ApiName {
@@ -15,6 +15,7 @@ export function apiOf(path: string): ApiName {
   if (under('/v1/public')) return 'public';
   if (under('/v1')) return 'checkout';
   if (under('/c') || under('/t') || under('/r') || under('/hosted')) return 'hosted';
+  if (under('/console')) return 'console';
   return 'other';
 }
 

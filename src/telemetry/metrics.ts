@@ -69,6 +69,8 @@ export function registerDbPoolMetrics(db: Db): void {
 export interface ReadinessCheck {
   name: string;
   ok: boolean;
+  /** false: reported, but failing it leaves the process ready (`degraded`): the API while Temporal does not answer. */
+  required?: false;
   detail?: string;
 }
 
@@ -88,11 +90,22 @@ export interface MetricsServer {
   close(): Promise<void>;
 }
 
+/** What `withDeadline` rejects with when its deadline passes first. */
+export class DeadlineExceeded extends Error {
+  constructor(
+    what: string,
+    readonly ms: number,
+  ) {
+    super(`${what}: no answer within ${ms} ms`);
+    this.name = 'DeadlineExceeded';
+  }
+}
+
 /** Runs `check` with a deadline; a check that hangs (a dead Temporal connection) counts as failed. */
 export async function withDeadline<T>(what: string, ms: number, check: () => Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms);
+    timer = setTimeout(() => reject(new DeadlineExceeded(what, ms)), ms);
   });
   try {
     return await Promise.race([check(), deadline]);
@@ -115,8 +128,9 @@ export async function readSdkMetrics(url: string): Promise<string> {
 
 /**
  * The process's metrics server, on its own port (never the public API's): `/metrics` (ours and
- * `extra`), `/livez` (the event loop answers) and `/readyz` (200 when every readiness check holds,
- * else 503 with the failing ones).
+ * `extra`), `/livez` (the event loop answers) and `/readyz` (200 `ready` when every readiness check holds,
+ * 200 `degraded` when only checks that are not required fail, else 503 `not_ready`; each check
+ * names its dependency and why it fails).
  */
 export async function startMetricsServer(options: MetricsServerOptions): Promise<MetricsServer> {
   roleInfo.set({ role: options.role }, 1);
@@ -131,12 +145,9 @@ export async function startMetricsServer(options: MetricsServerOptions): Promise
       if (path === '/livez') return send(200, 'text/plain', 'ok\n');
       if (path === '/readyz') {
         const checks = await options.readiness();
-        const ready = checks.every((c) => c.ok);
-        return send(
-          ready ? 200 : 503,
-          'application/json',
-          `${JSON.stringify({ status: ready ? 'ready' : 'not_ready', checks })}\n`,
-        );
+        const ready = checks.every((c) => c.ok || c.required === false);
+        const status = !ready ? 'not_ready' : checks.every((c) => c.ok) ? 'ready' : 'degraded';
+        return send(ready ? 200 : 503, 'application/json', `${JSON.stringify({ status, checks })}\n`);
       }
       return send(404, 'text/plain', 'not found\n');
     };

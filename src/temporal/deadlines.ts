@@ -45,6 +45,8 @@ export function deadlineInterceptor(callTimeoutMs: number): Interceptor {
 export function temporalDeadlineOf(err: unknown): string | undefined {
   const status = temporalErrorCause(err).grpc_status;
   if (status === 'DEADLINE_EXCEEDED') return 'TEMPORAL_CALL_TIMEOUT_MS';
-  if (status === 'UNAVAILABLE') return 'none';
+  // CANCELLED: the channel gave the call up (a connection that timed out while being set up, or
+  // closed under the call), so the server is as unreachable as with UNAVAILABLE.
+  if (status === 'UNAVAILABLE' || status === 'CANCELLED') return 'none';
   return undefined;
 }

@@ -1,6 +1,7 @@
 import { type Span, SpanStatusCode } from '@opentelemetry/api';
 import { temporalErrorCause } from './grpc-error';
 import { handoffRelayFailures } from '../telemetry/durable';
+import { fenced } from '../telemetry/fencing';
 import type { Db } from '../db/knex';
 import { type NotifiedLoop, startNotifiedLoop } from '../db/notified-loop';
 import { systemClock } from '../lib/clock';
@@ -22,6 +23,8 @@ export interface HandoffRelayDeps extends Omit<HandoffTarget, 'clock'> {
   batchSize?: number;
   /** Only these merchants' handoffs (test files share one database, each with its own Temporal server). */
   merchantIds?: ReadonlySet<string>;
+  /** Runs between a delivery and its delete (tests freeze a relay here, as a paused process would be). */
+  afterDeliver?: (handoffId: number) => Promise<void>;
 }
 
 /** `drain()` delivers every due handoff now; `stop()` waits for the running pass. */
@@ -75,6 +78,25 @@ export function startHandoffRelay(deps: HandoffRelayDeps): HandoffRelay {
     return rows;
   }
 
+  /**
+   * The row as this claim left it: every claim counts an attempt, so `attempts` is the claim's
+   * fencing token; once another relay has claimed the row (this one's lease ended), nothing this
+   * one writes takes effect. A lease that ended with no one taking the row over still counts as
+   * this relay's: the first lease (5 s) is as long as the Temporal call's deadline, so a slow
+   * delivery that succeeded is deleted rather than delivered again (docs/decisions.md).
+   */
+  const ownRow = (row: ClaimedRow) => deps.db('workflow_handoffs').where({ id: row.id, attempts: row.attempts });
+
+  /** Counts and logs a write of `row` that its claim no longer covered (ids only, never the payload). */
+  const fencedWrite = (row: ClaimedRow, write: string) =>
+    fenced('handoff_relay', 1, {
+      write,
+      handoff_id: row.id,
+      kind: row.payload.kind,
+      workflow_id: row.workflow_id,
+      attempts: row.attempts,
+    });
+
   /** Delivers one row in the trace that recorded it (the start or signal span is a child of its writer). */
   async function deliverOne(row: ClaimedRow): Promise<void> {
     const attributes = { 'handoff.kind': row.payload.kind, 'handoff.attempts': row.attempts };
@@ -87,7 +109,8 @@ export function startHandoffRelay(deps: HandoffRelayDeps): HandoffRelay {
     } catch (err) {
       span.setStatus({ code: SpanStatusCode.ERROR, message: errorText(err) });
       const lastError = errorText(err).slice(0, LAST_ERROR_MAX_CHARS);
-      await deps.db('workflow_handoffs').where({ id: row.id }).update({ last_error: lastError });
+      const marked = await ownRow(row).update({ last_error: lastError });
+      if (marked === 0) fencedWrite(row, 'error mark');
       handoffRelayFailures.inc({ reason: temporalErrorCause(err).grpc_status });
       log.warn('handoff not delivered; will retry', {
         handoff_id: row.id,
@@ -98,7 +121,11 @@ export function startHandoffRelay(deps: HandoffRelayDeps): HandoffRelay {
       });
       return;
     }
-    await deps.db('workflow_handoffs').where({ id: row.id }).del();
+    await deps.afterDeliver?.(row.id);
+    // Delivered (again, if another relay took the row over: handoffs are idempotent), but deleted
+    // only while the claim is this relay's: a row taken over is delivered and deleted by its new
+    // holder, and the workflow's next handoff is not claimed before it is.
+    if ((await ownRow(row).del()) === 0) return fencedWrite(row, 'delete');
     log.info('handoff delivered by the relay', {
       handoff_id: row.id,
       kind: row.payload.kind,

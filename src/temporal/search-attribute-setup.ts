@@ -40,9 +40,19 @@ export async function missingSearchAttributes(
   }
 }
 
-/** The CLI commands that create our search attributes in `namespace`, for an operator to run. */
+/** The `temporal` CLI arguments that create our search attributes in `namespace` (`npm run cluster` runs them). */
+export const searchAttributeCreateArgs = (namespace: string, names: readonly string[]): string[] => [
+  'operator',
+  'search-attribute',
+  'create',
+  '--namespace',
+  namespace,
+  ...names.flatMap((n) => ['--name', n, '--type', 'Keyword']),
+];
+
+/** The CLI command that creates our search attributes in `namespace`, for an operator to run. */
 export const searchAttributeCreateCommand = (namespace: string, names: readonly string[]): string =>
-  `temporal operator search-attribute create --namespace ${namespace} ${names.map((n) => `--name ${n} --type Keyword`).join(' ')}`;
+  `temporal ${searchAttributeCreateArgs(namespace, names).join(' ')}`;
 
 /**
  * Makes sure `namespace` has every custom search attribute before a process starts workflows or

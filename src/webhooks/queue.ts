@@ -2,7 +2,7 @@
 import type { Db } from '../db/knex';
 import { preparedQuery, unpreparedQuery } from '../db/prepared';
 import { eventIdRanges } from '../lib/id-time';
-import type { AttemptKey, AttemptResult } from './attempt';
+import { type AttemptKey, attemptKey, type AttemptResult } from './attempt';
 
 /**
  * The webhook delivery queue in Postgres (`webhook_queue`): one row per pending (event, endpoint,
@@ -12,8 +12,21 @@ import type { AttemptKey, AttemptResult } from './attempt';
  * retry or deletes it (20261126030000_pending_queue: the table is as large as the backlog).
  */
 
-/** A claimed row lapses after this long (the batch died without recording): it is due again. */
+/**
+ * A claimed row lapses after this long (the batch died without recording): it is due again. Twice
+ * the delivery activity's start-to-close timeout, so an attempt that is still running is never
+ * past its lease: a lapsed lease means the attempt is over, and its writes are fenced.
+ */
 export const CLAIM_LEASE_MS = 2 * 60_000;
+
+/**
+ * A claimed row: its key, and the lease end the claim wrote into `next_attempt_at`. The claim's
+ * fencing token: a later claim of the row (another batch, or this batch's retry taking back what it
+ * held) writes another lease end, so `claim` and `next_attempt_at` together say whose it is.
+ */
+export interface ClaimedKey extends AttemptKey {
+  leaseEndMs: number;
+}
 
 /** A row to queue: attempt 1 of `eventId` to `endpointId`. */
 export interface QueueEntry {
@@ -110,14 +123,17 @@ export const CLAIM_SQL = `WITH held AS (
   SELECT * FROM held UNION SELECT * FROM due LIMIT $5
 ), claimed AS (
   -- By the locked rows' tuple ids: a join on the key lets a stale row estimate (the queue
-  -- grows fast) plan a walk over every pending row of the endpoint.
-  UPDATE webhook_queue q SET claim = $2, next_attempt_at = $6
+  -- grows fast) plan a walk over every pending row of the endpoint. The lease runs at least
+  -- CLAIM_LEASE_MS by the database's clock (a worker's clock behind it shortens no lease).
+  UPDATE webhook_queue q SET claim = $2,
+         next_attempt_at = GREATEST($6::timestamptz, now() + interval '${CLAIM_LEASE_MS / 1000} seconds')
    WHERE q.ctid = ANY (ARRAY(SELECT ctid FROM picked)) AND q.endpoint_id = $1
-  RETURNING q.event_id, q.generation, q.attempt_no
+  RETURNING q.event_id, q.generation, q.attempt_no, q.next_attempt_at AS lease_end
 )
 -- No wait for the WAL flush: a claim lost in a crash only makes its rows due again (their
 -- attempt is sent again, as after a worker crash), and the recording's commit flushes it.
-SELECT set_config('synchronous_commit', 'off', true) AS async_commit, event_id, generation, attempt_no FROM claimed`;
+SELECT set_config('synchronous_commit', 'off', true) AS async_commit, event_id, generation, attempt_no, lease_end
+  FROM claimed`;
 
 /**
  * Claims up to `limit` of the endpoint's rows due at `nowMs` for `batch`, earliest first, and
@@ -133,16 +149,63 @@ export async function claimDue(
   nowMs: number,
   limit: number,
   held = true,
-): Promise<AttemptKey[]> {
-  const { rows } = await unpreparedQuery<{ event_id: string; generation: string; attempt_no: number }>(db, CLAIM_SQL, [
+): Promise<ClaimedKey[]> {
+  const { rows } = await unpreparedQuery<{ event_id: string; generation: string; attempt_no: number; lease_end: Date }>(
+    db,
+    CLAIM_SQL,
+    [
     endpointId,
     batch,
     held ? limit : 0,
     new Date(nowMs),
     limit,
-    new Date(nowMs + CLAIM_LEASE_MS),
-  ]);
-  return rows.map((r) => ({ eventId: r.event_id, generation: Number(r.generation), attemptNo: r.attempt_no }));
+      new Date(nowMs + CLAIM_LEASE_MS),
+    ],
+  );
+  return rows.map((r) => ({
+    eventId: r.event_id,
+    generation: Number(r.generation),
+    attemptNo: r.attempt_no,
+    // timestamptz(3): the value written is the value read, to the millisecond.
+    leaseEndMs: new Date(r.lease_end).getTime(),
+  }));
+}
+
+/**
+ * The fence of a recording (run first in its transaction): locks the rows of `claimed` that are
+ * still this claim's (held by `batch` at the claimed attempt, with the lease end the claim wrote,
+ * not yet lapsed by the database's clock) and returns their attemptKeys. The others were taken
+ * back after their lease lapsed (by another batch, or by this batch's retry) or are gone: their
+ * attempts must not be recorded by this writer.
+ */
+export async function stillClaimed(
+  db: Db,
+  endpointId: string,
+  batch: string,
+  claimed: readonly ClaimedKey[],
+): Promise<Set<string>> {
+  if (claimed.length === 0) return new Set();
+  const { rows } = await preparedQuery<{ event_id: string; generation: string; attempt_no: number }>(
+    db,
+    'webhook_queue_still_claimed',
+    `SELECT q.event_id, q.generation, q.attempt_no
+       FROM webhook_queue q
+       JOIN unnest($1::text[], $2::bigint[], $3::int[], $4::timestamptz[]) AS k(event_id, generation, attempt_no, lease_end)
+         ON q.event_id = k.event_id AND q.generation = k.generation AND q.attempt_no = k.attempt_no
+      WHERE q.endpoint_id = $5 AND q.claim = $6 AND q.next_attempt_at = k.lease_end AND q.next_attempt_at > now()
+        FOR UPDATE OF q`,
+    [
+      claimed.map((c) => c.eventId),
+      claimed.map((c) => c.generation),
+      claimed.map((c) => c.attemptNo),
+      claimed.map((c) => new Date(c.leaseEndMs)),
+      endpointId,
+      batch,
+    ],
+  );
+  return new Set(
+    rows.map((r) => attemptKey({ eventId: r.event_id, generation: Number(r.generation), attemptNo: r.attempt_no })),
+  );
 }
 
 /**
@@ -189,19 +252,30 @@ const ADVANCE_SQL = `WITH d AS (
 )
 SELECT 1`;
 
-/** Takes claimed rows whose event is gone (purged) out of the queue: there is nothing to send or record. */
+/**
+ * Takes claimed rows whose event is gone (purged) out of the queue: there is nothing to send or
+ * record. Only rows still this claim's (as stillClaimed) go; returns how many did not (fenced).
+ */
 export async function dropClaimed(
   db: Db,
   endpointId: string,
   batch: string,
-  keys: readonly AttemptKey[],
-): Promise<void> {
-  if (keys.length === 0) return;
-  await db.raw(
-    `DELETE FROM webhook_queue q USING unnest(?::text[], ?::bigint[]) AS k(event_id, generation)
-      WHERE q.event_id = k.event_id AND q.endpoint_id = ? AND q.generation = k.generation AND q.claim = ?`,
-    [keys.map((k) => k.eventId), keys.map((k) => k.generation), endpointId, batch],
+  keys: readonly ClaimedKey[],
+): Promise<number> {
+  if (keys.length === 0) return 0;
+  const { rowCount } = await db.raw(
+    `DELETE FROM webhook_queue q USING unnest(?::text[], ?::bigint[], ?::timestamptz[]) AS k(event_id, generation, lease_end)
+      WHERE q.event_id = k.event_id AND q.endpoint_id = ? AND q.generation = k.generation AND q.claim = ?
+        AND q.next_attempt_at = k.lease_end AND q.next_attempt_at > now()`,
+    [
+      keys.map((k) => k.eventId),
+      keys.map((k) => k.generation),
+      keys.map((k) => new Date(k.leaseEndMs)),
+      endpointId,
+      batch,
+    ],
   );
+  return keys.length - (rowCount ?? 0);
 }
 
 /**

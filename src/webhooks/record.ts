@@ -276,11 +276,14 @@ export async function recordCancelled(
  * Disables the endpoint (`disabled_reason: delivery_failures`) if it is still enabled and has been
  * failing since at least 3 days before `nowMs`, and puts the e-mail to the merchant's contact in
  * the outbox in the same transaction. Returns the failure clock as it stands afterwards.
+ * `beforeCommit` runs last in the transaction when it wrote: the caller's fence (it throws to roll
+ * the writes back, e.g. an activity past its deadline).
  */
 export async function disableIfStillFailing(
   db: Db,
   endpointId: string,
   nowMs: number,
+  beforeCommit?: () => void,
 ): Promise<{ disabled: boolean; failingSinceMs: number | null }> {
   return db.transaction(async (trx) => {
     const [endpoint] = await trx('webhook_endpoints')
@@ -305,6 +308,7 @@ export async function disableIfStillFailing(
       '{"status": "enabled"}), then redeliver the events you missed (POST /v1/events/{id}/redeliver);',
       'GET /v1/events lists them.',
     ]);
+    beforeCommit?.();
     return { disabled: true, failingSinceMs: null };
   });
 }
@@ -331,8 +335,14 @@ const NOTICE_COUNT_UP_TO = 10_001;
  * warned and puts one e-mail to the merchant's contact in the outbox, in one transaction: which
  * endpoint, failing since when, the last error, how many events wait and when it will be disabled.
  * Returns whether this call sent it (a retry, or a second run, finds it sent and sends nothing).
+ * `beforeCommit` as for disableIfStillFailing.
  */
-export async function notifyIfFailing(db: Db, endpointId: string, nowMs: number): Promise<{ notified: boolean }> {
+export async function notifyIfFailing(
+  db: Db,
+  endpointId: string,
+  nowMs: number,
+  beforeCommit?: () => void,
+): Promise<{ notified: boolean }> {
   return db.transaction(async (trx) => {
     const [endpoint] = await trx('webhook_endpoints')
       .where({ id: endpointId, status: 'enabled' })
@@ -359,6 +369,7 @@ export async function notifyIfFailing(db: Db, endpointId: string, nowMs: number)
       `GET /v1/events/{id} shows each attempt with what your endpoint answered and how long it took;`,
       'GET /v1/events?delivery_success=false lists the events it has not received.',
     ]);
+    beforeCommit?.();
     afterCommit(trx, () => webhookEndpointsFailingNotified.inc());
     return { notified: true };
   });

@@ -27,4 +27,9 @@ export interface RunEnv {
   testServerPath: string;
   /** The `temporal` CLI, for the tests that need a real dev server. */
   temporalCliPath: string;
+  /**
+   * TEMPORAL_MODE=cluster: the self-hosted cluster (`npm run cluster`) that the tests which use a
+   * real server run on instead of a dev server each; `stop` when this run started it.
+   */
+  temporalCluster?: { address: string; dir: string; stop: boolean };
 }

@@ -1,4 +1,6 @@
+import { execFile } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
+import { promisify } from 'node:util';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -26,6 +28,8 @@ import { freePort } from '../../scripts/processes';
 import { startTemporalDevServer } from '../../scripts/temporal-dev-server';
 import { testResolver } from './https-receiver';
 import { RunEnv, runEnvFile } from './run-env';
+
+const execFileAsync = promisify(execFile);
 
 /** A clock tests can move forward; the app and activities read it. */
 export interface TestClock {
@@ -138,7 +142,10 @@ export async function startStack(overrides: Record<string, string> = {}, options
   const db = createDb(run.databaseUrl, 8);
   const devServer = temporal === 'dev-server' ? await startTestDevServer() : undefined;
   const env = devServer
-    ? await TestWorkflowEnvironment.createFromExistingServer({ address: devServer.address, namespace: 'default' })
+    ? await TestWorkflowEnvironment.createFromExistingServer({
+        address: devServer.address,
+        namespace: devServer.namespace,
+      })
     : await TestWorkflowEnvironment.createTimeSkipping({
         server: { executable: { type: 'existing-path', path: run.testServerPath } },
       });
@@ -285,11 +292,23 @@ export async function startStack(overrides: Record<string, string> = {}, options
  * A `temporal server start-dev` of the test's own (loopback, free ports, the custom search
  * attributes registered unless `searchAttributes: false`, a throwaway SQLite file), for what the
  * time-skipping server lacks: visibility queries and the Web UI. Time is real there.
+ * With TEMPORAL_MODE=cluster the run's cluster instead: its `default` namespace, or with
+ * `searchAttributes: false` a new namespace without them; it has no Web UI, and `stop` leaves it running.
  */
-export async function startTestDevServer(options: { searchAttributes?: boolean } = {}) {
+export async function startTestDevServer(
+  options: { searchAttributes?: boolean } = {},
+): Promise<{ address: string; namespace: string; uiUrl?: string; stop(): Promise<void> }> {
+  const run = readRunEnv();
+  if (run.temporalCluster) {
+    const { address } = run.temporalCluster;
+    if (options.searchAttributes !== false) return { address, namespace: 'default', stop: async () => undefined };
+    const namespace = `test-${process.pid}-${Date.now()}`;
+    await createNamespace(run.temporalCliPath, address, namespace);
+    return { address, namespace, stop: async () => undefined };
+  }
   const dbFile = join(tmpdir(), `svc-test-temporal-${process.pid}-${Date.now()}.db`);
   const server = await startTemporalDevServer({
-    cli: readRunEnv().temporalCliPath,
+    cli: run.temporalCliPath,
     port: await freePort(),
     uiPort: await freePort(),
     dbFile,
@@ -299,12 +318,32 @@ export async function startTestDevServer(options: { searchAttributes?: boolean }
     searchAttributes: options.searchAttributes,
   });
   return {
-    ...server,
+    address: server.address,
+    namespace: 'default',
+    uiUrl: server.uiUrl,
     async stop() {
       await server.child.stop();
       for (const file of [dbFile, `${dbFile}-wal`, `${dbFile}-shm`, `${dbFile}.log`]) rmSync(file, { force: true });
     },
   };
+}
+
+/** Creates `namespace` on the cluster with the CLI, and waits until the frontend serves it. */
+async function createNamespace(cli: string, address: string, namespace: string): Promise<void> {
+  const run = (args: string[]) =>
+    execFileAsync(cli, [...args, '--namespace', namespace, '--address', address], { timeout: 30_000 });
+  await run(['operator', 'namespace', 'create', '--retention', '24h']);
+  for (let tries = 0; ; tries++) {
+    if (
+      await run(['operator', 'namespace', 'describe']).then(
+        () => true,
+        () => false,
+      )
+    )
+      return;
+    if (tries > 60) throw new Error(`namespace ${namespace} not served by ${address} after a minute`);
+    await new Promise((r) => setTimeout(r, 1000));
+  }
 }
 
 /** Serves a Koa app on an ephemeral loopback port; returns its base URL and a closer. */

@@ -4,6 +4,8 @@ import { run } from '../../src/cli/run';
 import type { CliDeps } from '../../src/cli/command';
 import { loadSettings } from '../../src/config';
 import { createDb, Db } from '../../src/db/knex';
+import { checkPassword } from '../../src/console/accounts';
+import { tokenHash } from '../../src/console/tokens';
 import { parseKey } from '../../src/keys/keys';
 import { checkoutScopes, partnerScopes } from '../../src/keys/scopes';
 import { createProduct, ProductStatus } from '../../src/ops/products';
@@ -1172,6 +1174,58 @@ describe('demo', () => {
     const products = await db('products').where({ seller_id: doc.seller_id });
     expect(products.length).toBeGreaterThanOrEqual(2);
     expect(await db('stock_locations').where({ seller_id: doc.seller_id })).toHaveLength(1);
+    // One console owner per demo account, who can sign in with the printed password.
+    expect(doc.console.url).toBe('http://api.test:4000/console/sign-in');
+    expect(doc.console.seller_owner.totp_secret).toMatch(/^[A-Z2-7]{32}$/);
+    const sellerOwner = await checkPassword(db, doc.console.seller_owner.email, doc.console.seller_owner.password);
+    const merchantOwner = await checkPassword(
+      db,
+      doc.console.merchant_owner.email,
+      doc.console.merchant_owner.password,
+    );
+    expect(sellerOwner).toMatchObject({ role: 'owner', seller_id: doc.seller_id, merchant_id: null });
+    expect(merchantOwner).toMatchObject({ role: 'owner', seller_id: null, merchant_id: doc.merchant_id });
+  });
+});
+
+describe('console-user invite', () => {
+  it('prints a one-time link of which only the hash is stored', async () => {
+    const seller = await ops('seller', 'create', '--name', 'Invited');
+    const email = `owner-${Date.now()}@invited.example`;
+    const doc = await ops('console-user', 'invite', '--seller', seller.seller_id, '--email', email, '--role', 'owner');
+    expect(doc).toMatchObject({
+      email,
+      role: 'owner',
+      seller_id: seller.seller_id,
+      link: expect.stringMatching(/^http:\/\/api\.test:4000\/console\/invite\/[A-Za-z0-9_-]{43}$/),
+    });
+    const row = await db('console_invites').where({ id: doc.invite_id }).first();
+    expect(row.token_hash).toBe(tokenHash(doc.link.split('/').at(-1)));
+    expect(new Date(row.expires_at).getTime() - new Date(row.created_at).getTime()).toBe(7 * 86_400_000);
+  });
+
+  it('refuses no tenant or both, an unknown tenant or role, and an e-mail already used', async () => {
+    const seller = await ops('seller', 'create', '--name', 'Invited');
+    const invite = (...flags: string[]) => opsError('console-user', 'invite', '--email', 'x@y.example', ...flags);
+    expect((await invite('--role', 'owner')).error.code).toBe('invalid_tenant');
+    expect((await invite('--role', 'owner', '--seller', seller.seller_id, '--merchant', 'mer_x')).error.code).toBe(
+      'invalid_tenant',
+    );
+    expect((await invite('--role', 'owner', '--seller', 'sel_nope')).error.code).toBe('seller_not_found');
+    expect((await invite('--role', 'owner', '--merchant', 'mer_nope')).error.code).toBe('merchant_not_found');
+    expect((await invite('--role', 'admin', '--seller', seller.seller_id)).error.code).toBe('invalid_flag');
+    const demo = await ops('demo');
+    const taken = await opsError(
+      'console-user',
+      'invite',
+      '--seller',
+      seller.seller_id,
+      '--email',
+      demo.console.seller_owner.email,
+      '--role',
+      'viewer',
+    );
+    expect(taken.error.code).toBe('email_taken');
   });
 });
 
@@ -1192,7 +1246,7 @@ describe('as a subprocess', () => {
 });
 
 describe('status', () => {
-  it('prints the backlogs, failing endpoints, sessions in payment and Temporal state as one document', async () => {
+  it('prints the dependencies as it reaches them, its clock skew, the backlogs, failing endpoints, sessions in payment and Temporal state as one document', async () => {
     // A database of its own, so the figures are exact.
     const own = await ownDatabase();
     try {
@@ -1206,6 +1260,24 @@ describe('status', () => {
       expect(result.exitCode).toBe(0);
       const doc = JSON.parse(result.stdout);
       expect(doc).toEqual({
+        dependencies: [
+          {
+            dependency: 'postgres',
+            ok: true,
+            ms: expect.any(Number),
+            deadline: `DB_QUERY_TIMEOUT_MS ${deps.settings.DB_QUERY_TIMEOUT_MS} ms`,
+            detail: null,
+          },
+          {
+            dependency: 'temporal',
+            ok: false,
+            ms: 0,
+            deadline: `TEMPORAL_CALL_TIMEOUT_MS ${deps.settings.TEMPORAL_CALL_TIMEOUT_MS} ms`,
+            detail: 'no Temporal connection',
+          },
+        ],
+        clock_skew_seconds: expect.any(Number),
+        processes: [],
         backlogs: {
           webhook_deliveries_pending: 0,
           webhook_oldest_due_delivery_age_seconds: 0,
@@ -1228,7 +1300,9 @@ describe('status', () => {
       expect(doc.backlogs.outbox.email.oldest_pending_age_seconds).toBeGreaterThanOrEqual(7200);
       const text = await run(['status'], { ...deps, db: own.db });
       expect(text.exitCode).toBe(0);
-      expect(text.stdout).toMatch(/^backlogs:\n {2}webhook_deliveries_pending +0\n/);
+      expect(Math.abs(doc.clock_skew_seconds)).toBeLessThan(1);
+      expect(text.stdout).toMatch(/^dependencies:\n {2}dependency +ok +ms +deadline +detail\n {2}postgres +true /);
+      expect(text.stdout).toMatch(/\nbacklogs:\n {2}webhook_deliveries_pending +0\n/);
     } finally {
       await own.drop();
     }

@@ -30,7 +30,13 @@ afterAll(async () => {
   await Promise.all([temporal?.stop(), database?.drop()]);
 });
 
-const env = () => ({ DATABASE_URL: database.url, TEMPORAL_ADDRESS: temporal.address, HOST: '127.0.0.1', PORT: '0' });
+const env = () => ({
+  DATABASE_URL: database.url,
+  TEMPORAL_ADDRESS: temporal.address,
+  TEMPORAL_NAMESPACE: temporal.namespace,
+  HOST: '127.0.0.1',
+  PORT: '0',
+});
 const names = searchAttributeKeys.map((k) => k.name);
 
 describe.each(['api', 'worker'] as const)('npm run %s on a namespace without the search attributes', (entry) => {
@@ -42,11 +48,11 @@ describe.each(['api', 'worker'] as const)('npm run %s on a namespace without the
       WORKER_METRICS_PORT: 'off',
     });
     expect(await service.exited).toBe(1);
-    const command = `temporal operator search-attribute create --namespace default ${names
+    const command = `temporal operator search-attribute create --namespace ${temporal.namespace} ${names
       .map((n) => `--name ${n} --type Keyword`)
       .join(' ')}`;
     expect(service.output()).toContain(command);
-    expect(await missingSearchAttributes(connection, 'default')).toEqual(names);
+    expect(await missingSearchAttributes(connection, temporal.namespace)).toEqual(names);
   });
 });
 
@@ -75,7 +81,7 @@ describe('the handoff relay', () => {
     const restoreLogs = captureLogs({ write: (line: string) => void lines.push(line) }, 'warn');
     const relay = startHandoffRelay({
       db: database.db,
-      temporal: new Client({ connection, namespace: 'default' }),
+      temporal: new Client({ connection, namespace: temporal.namespace }),
       taskQueue: 'svc-main',
       pollEveryMs: 100,
     });
@@ -117,14 +123,17 @@ describe('with TEMPORAL_SEARCH_ATTRIBUTES=register (the default)', () => {
       const readyz = `http://127.0.0.1:${workerMetrics}/readyz`;
       await untilStatus(readyz, 200);
       expect(worker.output()).toContain('registered the missing search attributes');
-      expect(await missingSearchAttributes(connection, 'default')).toEqual([]);
+      expect(await missingSearchAttributes(connection, temporal.namespace)).toEqual([]);
 
-      await connection.operatorService.removeSearchAttributes({ namespace: 'default', searchAttributes: ['Mode'] });
+      await connection.operatorService.removeSearchAttributes({
+        namespace: temporal.namespace,
+        searchAttributes: ['Mode'],
+      });
       const notReady = JSON.parse((await untilStatus(readyz, 503)).replace(/^503 /, ''));
       expect(notReady).toEqual({
         status: 'not_ready',
         checks: expect.arrayContaining([
-          { name: 'search_attributes', ok: false, detail: 'namespace default lacks Mode' },
+          { name: 'search_attributes', ok: false, detail: `namespace ${temporal.namespace} lacks Mode` },
           { name: 'worker', ok: true },
         ]),
       });

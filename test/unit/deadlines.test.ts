@@ -33,6 +33,12 @@ describe('postgresDeadlineOf', () => {
     expect(postgresDeadlineOf(pgError('57P01', 'terminating connection due to administrator command'))).toBe('none');
   });
 
+  it('counts a Postgres out of disk as unavailable (503 with Retry-After), not as a bug (500)', () => {
+    expect(
+      postgresDeadlineOf(pgError('53100', 'could not extend file "base/16384/16385": No space left on device')),
+    ).toBe('none');
+  });
+
   it('leaves every other error alone (a refusal is not an outage)', () => {
     expect(postgresDeadlineOf(pgError('23505', 'duplicate key value violates unique constraint'))).toBeUndefined();
     expect(postgresDeadlineOf(new Error('constructor'))).toBeUndefined();
@@ -44,6 +50,10 @@ describe('temporalDeadlineOf', () => {
   it('names the call deadline for DEADLINE_EXCEEDED and none for UNAVAILABLE, anywhere in the cause chain', () => {
     expect(temporalDeadlineOf(grpcError(4, 'Deadline exceeded'))).toBe('TEMPORAL_CALL_TIMEOUT_MS');
     expect(temporalDeadlineOf(grpcError(14, 'No connection established'))).toBe('none');
+  });
+
+  it('takes a call the channel cancelled (a connection that timed out being set up) as an unreachable server', () => {
+    expect(temporalDeadlineOf(grpcError(1, 'Call cancelled'))).toBe('none');
   });
 
   it('leaves a refusal by the server alone', () => {

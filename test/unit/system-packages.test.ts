@@ -32,6 +32,16 @@ describe('system packages for the tests', () => {
     expect(names([join(repo, 'test/unit/lib.test.ts'), join(repo, 'test/integration/janitor.test.ts')])).toEqual([]);
   });
 
+  it('asks for prometheus, alertmanager, iptables and faketime for npm run chaos, and for none of them for a test', () => {
+    expect(names([join(repo, 'scripts/chaos.ts')])).toEqual([
+      'prometheus',
+      'prometheus-alertmanager',
+      'iptables',
+      'faketime',
+    ]);
+    expect(packagesFor(testFiles()).map((pkg) => pkg.debian)).toEqual(['chromium', 'prometheus']);
+  });
+
   it('asks for chromium for every test file that launches the browser', () => {
     const launching = testFiles().filter((file) =>
       /\blaunchBrowser\b|from '\.\/shop'/.test(readFileSync(file, 'utf8')),

@@ -30,6 +30,7 @@ describe('apiOf', () => {
     ['/v1/public/sessions/abc/otp', 'public'],
     ['/c/abc', 'hosted'],
     ['/hosted/static/app.js', 'hosted'],
+    ['/console/orders', 'console'],
     ['/docs', 'other'],
     ['/v10/x', 'other'],
     ['/partnerx', 'other'],

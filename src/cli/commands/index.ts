@@ -2,6 +2,7 @@ import type { CommandTable } from '../command';
 import { campaignCommands } from './campaign';
 import { categoryCommands } from './category';
 import { checkoutKeyCommands } from './checkout-key';
+import { consoleUserCommands } from './console-user';
 import { demoCommands } from './demo';
 import { fxCommands } from './fx';
 import { ledgerCommands } from './ledger';
@@ -34,6 +35,7 @@ export const commands: CommandTable = {
   ...fxCommands,
   ...outboxCommands,
   ...webhookEndpointCommands,
+  ...consoleUserCommands,
   ...demoCommands,
   ...workflowCommands,
   ...statusCommands,

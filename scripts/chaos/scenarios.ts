@@ -1,0 +1,197 @@
+import { CLAIM_LEASE_MS } from '../../src/webhooks/queue';
+import { clockOffsetEnv } from './faults';
+import type { Dependency, ProcessName, Stack } from './stack';
+
+/**
+ * A fault and what must hold around it. `inject` starts the fault, `heal` ends it; the suite keeps
+ * steady load on the APIs throughout and measures around the window between the two.
+ */
+export interface Scenario {
+  id: string;
+  title: string;
+  /** In the CI subset (`--fast`). */
+  fast: boolean;
+  /** How long the fault lasts. */
+  faultS: number;
+  /** Alerts of ops/prometheus/alerts.yml that this fault must fire (and that must resolve after it). */
+  alerts: string[];
+  /** No alert of severity=page may fire (the flapping links). */
+  noPage?: boolean;
+  inject(stack: Stack): Promise<void>;
+  heal(stack: Stack): Promise<void>;
+}
+
+/** Packets of one process's path to a dependency dropped silently (iptables on its proxy port). */
+const partition = (name: ProcessName, dependency: Dependency) => ({
+  inject: async (stack: Stack) => stack.partitions.cut(stack.link(name, dependency).port),
+  heal: async (stack: Stack) => stack.partitions.heal(stack.link(name, dependency).port),
+});
+
+/** The Postgres connections of `appPrefix` (application_name) ended on the server's side. */
+async function terminateBackends(stack: Stack, appPrefix: string): Promise<void> {
+  const { Client } = await import('pg');
+  const admin = new Client({ connectionString: stack.pg.url('postgres') });
+  await admin.connect();
+  try {
+    await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE $1', [
+      `${appPrefix}%`,
+    ]);
+  } finally {
+    await admin.end();
+  }
+}
+
+/** Fills the small filesystem of the database's tablespace, and frees it again. */
+const FILLER = 'filler';
+async function fillDisk(stack: Stack): Promise<void> {
+  const { open } = await import('node:fs/promises');
+  const { join } = await import('node:path');
+  const file = await open(join(stack.smallDisk, FILLER), 'w');
+  const chunk = Buffer.alloc(1 << 20);
+  try {
+    for (;;) await file.write(chunk);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
+  } finally {
+    await file.close();
+  }
+}
+
+/** The flapping links: one API's and one worker's paths to Postgres and Temporal, down 5 s, up 5 s. */
+let flapping: NodeJS.Timeout | undefined;
+const FLAPPED: Array<[ProcessName, Dependency]> = [
+  ['api-a', 'pg'],
+  ['api-a', 'temporal'],
+  ['worker-a', 'pg'],
+  ['worker-a', 'temporal'],
+];
+
+export const SCENARIOS: readonly Scenario[] = [
+  {
+    id: 'worker-temporal-cut',
+    title: 'a worker cut off from Temporal (packets dropped) for 60 s',
+    fast: true,
+    faultS: 60,
+    alerts: [],
+    ...partition('worker-a', 'temporal'),
+  },
+  {
+    id: 'api-pg-cut',
+    title: 'an API cut off from Postgres (packets dropped) for 30 s',
+    fast: true,
+    faultS: 30,
+    alerts: ['PostgresUnreachable', 'DependencyUnavailable'],
+    ...partition('api-a', 'pg'),
+  },
+  {
+    id: 'pg-slow',
+    title: 'Postgres 200 ms slower per round trip (toxiproxy latency, every process) for 60 s',
+    fast: false,
+    faultS: 60,
+    alerts: [],
+    inject: async (stack) => {
+      for (const p of ['api-a', 'api-b', 'worker-a', 'worker-b'] as const)
+        await stack.toxiproxy.addToxic(stack.link(p, 'pg').proxy, {
+          name: 'slow',
+          type: 'latency',
+          stream: 'downstream',
+          attributes: { latency: 200, jitter: 0 },
+        });
+    },
+    heal: (stack) => stack.toxiproxy.reset(),
+  },
+  {
+    id: 'pg-half-open',
+    title: "an API's Postgres connections half-open for 30 s (server side gone, no FIN or RST reaches the API)",
+    fast: false,
+    faultS: 30,
+    alerts: ['PostgresUnreachable'],
+    inject: async (stack) => {
+      // toxiproxy's timeout toxic with timeout 0 holds every byte and every close of the path;
+      // then the server ends those backends: the API keeps sockets whose other end is gone.
+      const { proxy } = stack.link('api-a', 'pg');
+      for (const stream of ['upstream', 'downstream'] as const)
+        await stack.toxiproxy.addToxic(proxy, {
+          name: `half-open-${stream}`,
+          type: 'timeout',
+          stream,
+          attributes: { timeout: 0 },
+        });
+      await terminateBackends(stack, 'api-a');
+    },
+    heal: (stack) => stack.toxiproxy.reset(),
+  },
+  {
+    id: 'pg-stop',
+    title: 'Postgres stopped for 45 s (fast shutdown, then started again)',
+    fast: true,
+    faultS: 45,
+    alerts: ['PostgresUnreachable', 'DependencyUnavailable'],
+    inject: (stack) => stack.pg.stop(),
+    heal: (stack) => stack.startPostgres(),
+  },
+  {
+    id: 'pg-disk-full',
+    title: "Postgres out of disk for 45 s (the database's filesystem filled, then freed)",
+    fast: false,
+    faultS: 45,
+    alerts: ['PostgresDiskNearlyFull'],
+    inject: fillDisk,
+    heal: async (stack) => {
+      const { rm } = await import('node:fs/promises');
+      const { join } = await import('node:path');
+      await rm(join(stack.smallDisk, FILLER), { force: true });
+    },
+  },
+  {
+    id: 'worker-pause',
+    title: `a worker paused (SIGSTOP) for ${(CLAIM_LEASE_MS + 15_000) / 1000} s, past its claims' lease and activity heartbeats, then resumed`,
+    fast: true,
+    faultS: (CLAIM_LEASE_MS + 15_000) / 1000,
+    alerts: ['ClaimsLapsed', 'ScrapeTargetDown'],
+    inject: async (stack) => stack.services.get('worker-a')!.child.signal('SIGSTOP'),
+    heal: async (stack) => stack.services.get('worker-a')!.child.signal('SIGCONT'),
+  },
+  {
+    id: 'api-temporal-cut',
+    title: 'an API cut off from Temporal (packets dropped) for 60 s',
+    fast: false,
+    faultS: 60,
+    alerts: ['DependencyUnavailable'],
+    ...partition('api-a', 'temporal'),
+  },
+  {
+    id: 'clock-skew',
+    title: "one worker's clock 90 s ahead (libfaketime) for 60 s",
+    fast: false,
+    faultS: 60,
+    alerts: ['ClockSkew'],
+    inject: (stack) => stack.restartProcess('worker-b', clockOffsetEnv(90)),
+    heal: (stack) => stack.restartProcess('worker-b'),
+  },
+  {
+    id: 'flapping',
+    title: "links flapping every 5 s for 60 s (an API's and a worker's paths to Postgres and Temporal)",
+    fast: false,
+    faultS: 60,
+    alerts: [],
+    noPage: true,
+    inject: async (stack) => {
+      let down = false;
+      const flip = () => {
+        down = !down;
+        for (const [p, d] of FLAPPED) {
+          const port = stack.link(p, d).port;
+          if (down) stack.partitions.cut(port);
+          else stack.partitions.heal(port);
+        }
+      };
+      flip();
+      flapping = setInterval(flip, 5000);
+    },
+    heal: async (stack) => {
+      clearInterval(flapping);
+      for (const [p, d] of FLAPPED) stack.partitions.heal(stack.link(p, d).port);
+    },
+  },
+];

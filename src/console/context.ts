@@ -1,0 +1,77 @@
+import type { Context } from 'koa';
+import type { Html } from '../hosted/html';
+import { html } from '../hosted/html';
+import { LANG_COOKIE, readCookie, writeCookie } from '../hosted/cookies';
+import { Lang, langOf } from '../hosted/i18n';
+import type { Clock } from '../lib/clock';
+import type { Db } from '../db/knex';
+import type { SecretCipher } from '../webhooks/secret-crypto';
+import { consolePage } from './layout';
+import { ConsoleMessageKey, ct } from './messages';
+import type { ConsoleSession } from './sessions';
+
+/** What the console's handlers use. */
+export interface ConsoleDeps {
+  db: Db;
+  clock: Clock;
+  /** Encrypts TOTP secrets at rest (the service's secret key, as for webhook secrets). */
+  cipher: SecretCipher;
+  /** The console's origin (PUBLIC_BASE_URL's): the only Origin a state change may come from. */
+  origin: string;
+  /** The Partner API environment this process serves: a key made here is of its mode. */
+  partnerEnvironment: 'sandbox' | 'live';
+}
+
+/** Per request, set by the stack's middleware. */
+export interface ConsoleState {
+  lang: Lang;
+  session: ConsoleSession | null;
+  /** The CSRF token for forms on this page (session-bound, or the pre-session cookie's). */
+  csrf: string;
+  form: URLSearchParams;
+}
+
+export const stateOf = (ctx: Context): ConsoleState => ctx.state.console as ConsoleState;
+
+/** `?lang=` (remembered), the remembered choice, the browser's first language we have, else Arabic. */
+export function chooseLang(ctx: Context): Lang {
+  const asked = typeof ctx.query.lang === 'string' ? langOf(ctx.query.lang) : null;
+  if (asked) {
+    writeCookie(ctx, LANG_COOKIE, asked, { maxAgeSeconds: 365 * 86_400, secure: true });
+    return asked;
+  }
+  const remembered = langOf(readCookie(ctx, LANG_COOKIE));
+  if (remembered) return remembered;
+  for (const part of ctx.get('accept-language').split(',')) {
+    const lang = langOf(part.split(';')[0]);
+    if (lang) return lang;
+  }
+  return 'ar';
+}
+
+/** Renders a console page into `ctx`. */
+export function render(ctx: Context, status: number, title: string, content: Html, current?: string): void {
+  const state = stateOf(ctx);
+  const langHref = (lang: Lang) => {
+    const params = new URLSearchParams(ctx.querystring);
+    params.set('lang', lang);
+    // After a POST the page is its GET's (a language link never repeats the post).
+    return `${ctx.path}?${params.toString()}`;
+  };
+  const session = state.session?.complete ? state.session : null;
+  ctx.status = status;
+  ctx.type = 'text/html; charset=utf-8';
+  ctx.body = consolePage(
+    { lang: state.lang, title, langHref, user: session?.user ?? null, csrf: state.csrf, current },
+    content,
+  ).markup;
+}
+
+/** A page with one message. */
+export function message(ctx: Context, status: number, title: ConsoleMessageKey, body: ConsoleMessageKey): void {
+  const { lang } = stateOf(ctx);
+  render(ctx, status, ct(lang, title), html`<p>${ct(lang, body)}</p>`);
+}
+
+export const forbidden = (ctx: Context) => message(ctx, 403, 'forbidden_title', 'forbidden_body');
+export const notFound = (ctx: Context) => message(ctx, 404, 'not_found_title', 'not_found_body');

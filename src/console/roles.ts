@@ -1,0 +1,26 @@
+/** Console roles (docs/console.md): what each may do is the `may` table below, checked on the server. */
+export const consoleRoles = ['owner', 'developer', 'operator', 'viewer'] as const;
+export type ConsoleRole = (typeof consoleRoles)[number];
+
+/** Every console action that changes state or reveals a secret, with the roles allowed to do it. */
+export const may = {
+  /** Partner API keys: create, re-scope, revoke (Settings › Integrations). */
+  'partner_keys.manage': ['owner', 'developer'],
+  /** Orders: accept, ship, cancel. */
+  'orders.transition': ['owner', 'operator'],
+  /** Products: submit for review, resubmit after a rejection. */
+  'products.submit': ['owner', 'operator'],
+  /** The tenant's users: list, invite, change a role. */
+  'users.manage': ['owner'],
+  /** The tenant's audit log. */
+  'audit.read': ['owner'],
+} as const satisfies Record<string, readonly ConsoleRole[]>;
+export type ConsoleAction = keyof typeof may;
+
+export function allowed(role: ConsoleRole, action: ConsoleAction): boolean {
+  return (may[action] as readonly ConsoleRole[]).includes(role);
+}
+
+export function isConsoleRole(value: string): value is ConsoleRole {
+  return (consoleRoles as readonly string[]).includes(value);
+}

@@ -1,0 +1,247 @@
+import Router from '@koa/router';
+import compose from 'koa-compose';
+import type { Context, Middleware } from 'koa';
+import { html } from '../hosted/html';
+import { readCookie } from '../hosted/cookies';
+import { readLimited } from '../http/body';
+import { checkoutRequestId } from '../http/request-id';
+import { routeTemplate } from '../http/request-log';
+import { dependencyUnavailable } from '../http/unavailable';
+import type { AppDeps } from '../deps';
+import { log } from '../lib/log';
+import { webhookRuntime } from '../webhooks/runtime';
+import { consoleActions } from '../telemetry/console';
+import { auditLogPage, revokeOwnSession, sessionsPage } from './account-pages';
+import { ConsoleDeps, ConsoleState, chooseLang, forbidden, message, render, stateOf } from './context';
+import * as auth from './auth-pages';
+import { ct } from './messages';
+import { allowed, ConsoleAction } from './roles';
+import {
+  csrfMatches,
+  CSRF_FIELD,
+  PRE_SESSION_CSRF_COOKIE,
+  preSessionCsrfToken,
+  sameOrigin,
+  securityHeaders,
+  SESSION_COOKIE,
+  sessionCsrfToken,
+} from './security';
+import * as products from './product-pages';
+import * as seller from './seller-pages';
+import * as users from './user-pages';
+import { recentlyReauthenticated, sessionOf } from './sessions';
+
+export const CONSOLE_PREFIX = '/console';
+const FORM_LIMIT_BYTES = 64 * 1024;
+
+/** A fault is a plain error page (never a stack trace), logged; a dependency past its deadline is a 503. */
+const consoleErrors: Middleware = async (ctx, next) => {
+  try {
+    await next();
+  } catch (err) {
+    const unavailable = dependencyUnavailable(ctx, err);
+    if (!unavailable) log.error('console page failed', { method: ctx.method, route: routeTemplate(ctx), error: err });
+    if (!ctx.state.console) ctx.state.console = { lang: 'en', session: null, csrf: '', form: new URLSearchParams() };
+    message(ctx, unavailable ? 503 : 500, 'error_title', 'error_body');
+  }
+};
+
+/** Reads an `application/x-www-form-urlencoded` body (64 KiB at most) into `state.form`. */
+const formBody: Middleware = async (ctx, next) => {
+  if (ctx.method !== 'POST') return next();
+  if (!ctx.is('application/x-www-form-urlencoded')) {
+    ctx.req.resume();
+    ctx.status = 415;
+    ctx.body = 'Unsupported Media Type';
+    return;
+  }
+  const raw = await readLimited(ctx.req, FORM_LIMIT_BYTES).catch(() => null);
+  if (raw === null) {
+    ctx.status = 413;
+    ctx.body = 'Payload Too Large';
+    return;
+  }
+  stateOf(ctx).form = new URLSearchParams(raw.toString('utf8'));
+  return next();
+};
+
+/** The session from its cookie (if live), the language and the CSRF token of the page. */
+function loadState(deps: ConsoleDeps): Middleware {
+  return async (ctx, next) => {
+    const state: ConsoleState = { lang: chooseLang(ctx), session: null, csrf: '', form: new URLSearchParams() };
+    ctx.state.console = state;
+    const token = readCookie(ctx, SESSION_COOKIE);
+    if (token && /^[A-Za-z0-9_-]{43}$/.test(token)) state.session = await sessionOf(deps.db, token, deps.clock());
+    state.csrf = state.session
+      ? sessionCsrfToken(state.session.token)
+      : preSessionCsrfToken(ctx, readCookie(ctx, PRE_SESSION_CSRF_COOKIE));
+    return next();
+  };
+}
+
+/**
+ * Every POST: from the console's own origin (Origin, Sec-Fetch-Site) and carrying the page's
+ * CSRF token (bound to the session, or the pre-session cookie's). Refused: 403, nothing done.
+ */
+function csrfGuard(deps: ConsoleDeps): Middleware {
+  return async (ctx, next) => {
+    if (ctx.method !== 'POST') return next();
+    const state = stateOf(ctx);
+    if (!sameOrigin(ctx, deps.origin) || !csrfMatches(state.form.get(CSRF_FIELD), state.csrf)) {
+      consoleActions.inc({ action: 'csrf_check', outcome: 'denied' });
+      log.warn('console: cross-site or token-less post refused', {
+        route: ctx.path,
+        origin: ctx.get('origin') || undefined,
+      });
+      return message(ctx, 403, 'csrf_title', 'csrf_body');
+    }
+    return next();
+  };
+}
+
+type Handler = (deps: ConsoleDeps, ctx: Context) => unknown;
+
+/** Signed in (both factors); otherwise the sign-in page (a GET) or 401 (a POST). */
+const signedIn = (ctx: Context): boolean => {
+  const s = stateOf(ctx).session;
+  if (s?.complete) return true;
+  if (ctx.method === 'GET') {
+    ctx.status = 303;
+    ctx.redirect('/console/sign-in');
+  } else message(ctx, 401, 'sign_in', 'expired_step');
+  return false;
+};
+
+/**
+ * The guards of one route: signed in; a seller's user for seller pages; the role `action` needs;
+ * and for `reauth` actions, password and code within the last few minutes (else, to the page that
+ * asks, which then returns to the page `reauth` names).
+ */
+function guard(
+  deps: ConsoleDeps,
+  handler: Handler,
+  opts: { tenant?: 'seller'; action?: ConsoleAction; reauth?: string } = {},
+): (ctx: Context) => Promise<void> {
+  return async (ctx: Context) => {
+    if (!signedIn(ctx)) return;
+    const { user } = stateOf(ctx).session!;
+    if ((opts.tenant === 'seller' && !user.seller_id) || (opts.action && !allowed(user.role, opts.action))) {
+      consoleActions.inc({ action: opts.action ?? 'page', outcome: 'denied' });
+      return forbidden(ctx);
+    }
+    if (opts.reauth && !recentlyReauthenticated(stateOf(ctx).session!, deps.clock())) {
+      ctx.status = 303;
+      return ctx.redirect(`/console/reauth?next=${encodeURIComponent(opts.reauth)}`);
+    }
+    await handler(deps, ctx);
+  };
+}
+
+function home(_deps: ConsoleDeps, ctx: Context) {
+  const { user } = stateOf(ctx).session!;
+  if (user.seller_id) {
+    ctx.status = 303;
+    return ctx.redirect('/console/orders');
+  }
+  render(ctx, 200, ct(stateOf(ctx).lang, 'console'), html`<p>${ct(stateOf(ctx).lang, 'home_merchant')}</p>`);
+}
+
+/**
+ * The console under /console: its own middleware (request id, errors, security headers, form
+ * body, session, CSRF) and router. Every route and the role it needs: docs/console.md.
+ */
+export function consoleStack(deps: ConsoleDeps): Middleware {
+  const r = new Router({ prefix: CONSOLE_PREFIX });
+  const open = (h: Handler) => (ctx: Context) => h(deps, ctx);
+  r.get('/', guard(deps, home));
+  r.get('/sign-in', (ctx) => auth.signInPage(ctx));
+  r.post('/sign-in', open(auth.signIn));
+  r.get('/sign-in/verify', (ctx) => auth.verifyPage(ctx));
+  r.post('/sign-in/verify', open(auth.verify));
+  r.post('/sign-out', open(auth.signOut));
+  r.get('/invite/:token', open(auth.invitePage));
+  r.post('/invite/:token', open(auth.inviteAccept));
+  r.get(
+    '/reauth',
+    guard(deps, (_d, ctx) => auth.reauthPage(ctx)),
+  );
+  r.post('/reauth', guard(deps, auth.reauth));
+  r.get('/account/sessions', guard(deps, sessionsPage));
+  r.post('/account/sessions/:sessionId/revoke', guard(deps, revokeOwnSession));
+  r.get('/audit', guard(deps, auditLogPage, { action: 'audit.read' }));
+
+  const keys = { tenant: 'seller', action: 'partner_keys.manage' } as const;
+  r.get(
+    '/settings/integrations',
+    guard(deps, (d, ctx) => seller.integrationsPage(d, ctx), { tenant: 'seller' }),
+  );
+  r.post(
+    '/settings/integrations/keys',
+    guard(deps, seller.createKey, { ...keys, reauth: '/console/settings/integrations' }),
+  );
+  r.post(
+    '/settings/integrations/keys/:keyId/scopes',
+    guard(deps, seller.rescopeKey, { ...keys, reauth: '/console/settings/integrations' }),
+  );
+  r.post('/settings/integrations/keys/:keyId/revoke', guard(deps, seller.revokeKey, keys));
+
+  const orders = { tenant: 'seller', action: 'orders.transition' } as const;
+  r.get('/orders', guard(deps, seller.ordersPage, { tenant: 'seller' }));
+  r.get(
+    '/orders/:orderId',
+    guard(deps, (d, ctx) => seller.orderPage(d, ctx), { tenant: 'seller' }),
+  );
+  r.post('/orders/:orderId/accept', guard(deps, seller.moveOrder('accept'), orders));
+  r.post('/orders/:orderId/ship', guard(deps, seller.moveOrder('ship'), orders));
+  r.post('/orders/:orderId/cancel', guard(deps, seller.moveOrder('cancel'), orders));
+
+  const manageUsers = { action: 'users.manage' } as const;
+  r.get(
+    '/settings/users',
+    guard(deps, (d, ctx) => users.usersPage(d, ctx), manageUsers),
+  );
+  r.post(
+    '/settings/users/invite',
+    guard(deps, users.inviteUser, { ...manageUsers, reauth: '/console/settings/users' }),
+  );
+  r.post(
+    '/settings/users/:userId/role',
+    guard(deps, users.changeRole, { ...manageUsers, reauth: '/console/settings/users' }),
+  );
+
+  const review = { tenant: 'seller', action: 'products.submit' } as const;
+  r.get('/products', guard(deps, products.productsPage, { tenant: 'seller' }));
+  r.get(
+    '/products/:productId',
+    guard(deps, (d, ctx) => products.productPage(d, ctx), { tenant: 'seller' }),
+  );
+  r.post('/products/:productId/submit', guard(deps, products.reviewProduct('submit'), review));
+  r.post('/products/:productId/resubmit', guard(deps, products.reviewProduct('resubmit'), review));
+
+  const notFound: Middleware = async (ctx, next) => {
+    await next();
+    if (ctx.body === undefined && ctx.status === 404) message(ctx, 404, 'not_found_title', 'not_found_body');
+  };
+  return compose<any>([
+    checkoutRequestId,
+    consoleErrors,
+    securityHeaders,
+    loadState(deps),
+    formBody,
+    csrfGuard(deps),
+    notFound,
+    r.routes(),
+    r.allowedMethods(),
+  ]);
+}
+
+/** The console's dependencies from the app's. */
+export function consoleDeps(deps: AppDeps): ConsoleDeps {
+  return {
+    db: deps.db,
+    clock: deps.clock,
+    cipher: (deps.webhooks ?? webhookRuntime(deps.settings)).cipher,
+    origin: new URL(deps.settings.PUBLIC_BASE_URL).origin,
+    partnerEnvironment: deps.settings.PARTNER_ENVIRONMENT,
+  };
+}
