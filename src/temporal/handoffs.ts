@@ -13,7 +13,7 @@ import {
   SessionStart,
   signalAttemptResolved,
   signalAttemptStarted,
-  signalDecision,
+  deliverDecision,
   signalFastForwarded,
   TestGatewayDecision,
   signalSessionSettled,
@@ -31,7 +31,10 @@ export type Handoff =
   | { kind: 'session_start'; session: SessionStart }
   /** An attempt sent to the vendor, for the session workflow to run (starting it if it is gone). */
   | { kind: 'attempt_started'; session: SessionStart; attempt: AttemptStart }
-  /** A button pressed on the test gateway's page (the API tries an Update first: `decideByUpdate`). */
+  /**
+   * A button pressed on the test gateway's page. Delivered from this release on; written from the next
+   * (the previous release's relay would drop a kind it does not know).
+   */
   | { kind: 'attempt_decided'; sessionId: string; attemptId: string; decision: TestGatewayDecision }
   /** An attempt settled outside the workflow (its initiation failed). */
   | { kind: 'attempt_resolved'; sessionId: string; attemptId: string; status: string }
@@ -148,7 +151,7 @@ async function deliverNow(target: HandoffTarget, h: Handoff): Promise<void> {
     case 'attempt_started':
       return signalAttemptStarted(temporal, taskQueue, { session: h.session, attempt: h.attempt });
     case 'attempt_decided':
-      return signalDecision(temporal, h.sessionId, h.attemptId, h.decision);
+      return deliverDecision(temporal, h.sessionId, h.attemptId, h.decision);
     case 'attempt_resolved':
       return signalAttemptResolved(temporal, h.sessionId, h.attemptId, h.status);
     case 'session_settled':
@@ -159,6 +162,9 @@ async function deliverNow(target: HandoffTarget, h: Handoff): Promise<void> {
       return signalFastForwarded(temporal, h.sessionId, h.moved);
     case 'endpoint_wake':
       return wakeEndpoint(temporal, taskQueue, h.endpoint);
+    default:
+      // Written by a newer release: it stays, retried with backoff, until a relay that knows it takes it.
+      throw new Error(`handoff kind ${(h as { kind: string }).kind} is not known to this release`);
   }
 }
 
@@ -197,15 +203,6 @@ function forgetDelivered(db: Db, ids: number[]): void {
         );
     }
   })().finally(() => (queue.running = undefined));
-}
-
-/** Marks handoffs delivered another way (an Update that carried the same change): deleted in the background. */
-export function handoffsDelivered(db: Db, pending: PendingHandoff[]): void {
-  if (pending.length > 0)
-    forgetDelivered(
-      db,
-      pending.map((p) => p.id),
-    );
 }
 
 /** Resolves once the delivered handoffs of `db` handed to the background so far are deleted. */

@@ -244,16 +244,14 @@ export async function signalSessionSettled(
   );
 }
 
-/** Passes a test-gateway button to the session workflow running the attempt (one that has ended has nothing to decide). */
+/** Passes a test-gateway button to the session workflow running the attempt (throws WorkflowNotFoundError when none runs). */
 export async function signalDecision(
   client: Client,
   sessionId: string,
   attemptId: string,
   decision: TestGatewayDecision,
 ): Promise<void> {
-  await unlessEnded(
-    client.workflow.getHandle(sessionWorkflowId(sessionId)).signal(attemptDecisionSignal, { attemptId, decision }),
-  );
+  await client.workflow.getHandle(sessionWorkflowId(sessionId)).signal(attemptDecisionSignal, { attemptId, decision });
 }
 
 /**
@@ -307,6 +305,16 @@ export async function signalAttemptResolved(
  */
 export async function signalFastForwarded(client: Client, sessionId: string, moved: FastForward): Promise<void> {
   await unlessEnded(client.workflow.getHandle(sessionWorkflowId(sessionId)).signal(sessionFastForwardedSignal, moved));
+}
+
+/** Delivers an `attempt_decided` handoff: the button as a signal; a workflow that has ended has nothing to decide. */
+export async function deliverDecision(
+  client: Client,
+  sessionId: string,
+  attemptId: string,
+  decision: TestGatewayDecision,
+): Promise<void> {
+  await unlessEnded(signalDecision(client, sessionId, attemptId, decision));
 }
 
 /** Waits for a signal; a workflow that has ended (nothing left to tell) is not an error. */

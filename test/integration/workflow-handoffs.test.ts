@@ -247,6 +247,39 @@ describe('Temporal refusing the handoff', () => {
   });
 });
 
+describe('a handoff of a kind this release does not know (written by a newer release)', () => {
+  it('is kept and retried with backoff, never deleted unsent', async () => {
+    const m = await buildMerchant(stack.db);
+    const workflowId = `cs_test_${randomString(16)}`;
+    const payload = { kind: 'from_a_newer_release', sessionId: workflowId };
+    await stack.db('workflow_handoffs').insert({
+      merchant_id: m.merchantId,
+      mode: 'test',
+      workflow_id: workflowId,
+      kind: payload.kind,
+      payload,
+      next_attempt_at: new Date(),
+    });
+    const relay = startHandoffRelay({
+      db: stack.db,
+      temporal: stack.env.client,
+      taskQueue: stack.taskQueue,
+      merchantIds: new Set([m.merchantId]),
+    });
+    try {
+      await until(
+        async () => (await stack.db('workflow_handoffs').where({ workflow_id: workflowId }).first())?.attempts === 1,
+        'the relay to try once',
+      );
+    } finally {
+      await relay.stop();
+    }
+    const row = await stack.db('workflow_handoffs').where({ workflow_id: workflowId }).first();
+    expect(row.last_error).toBe('handoff kind from_a_newer_release is not known to this release');
+    expect(new Date(row.next_attempt_at).getTime()).toBeGreaterThan(Date.now());
+  });
+});
+
 describe('workflow starts and signals on create', () => {
   /** The stack's app over a Temporal client that records every start and signal it sends. */
   async function recordingApi() {

@@ -1,7 +1,7 @@
 import { ApiError } from '../../http/errors';
 import { log } from '../../lib/log';
-import { handOff, handoffsDelivered, insertWithHandoff } from '../../temporal/handoffs';
-import { decideByUpdate, TestGatewayDecision } from '../../temporal/session';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { decideByUpdate, signalDecision, TestGatewayDecision } from '../../temporal/session';
 import type { PublicDeps } from '../public/deps';
 import type { MerchantScope } from '../sessions/deps';
 import { AttemptRow, returnUrl } from './attempt-row';
@@ -32,13 +32,18 @@ export async function readTestGatewayAttempt(deps: PublicDeps, scope: MerchantSc
 
 /**
  * `POST /public/test-gateway/{attempt_id}/decide`: a button on the simulated vendor's page. The
- * first button of a pending attempt is recorded with its handoff to the session workflow (one
- * statement), then passed to the workflow as an Update, which settles the attempt and answers with
- * its status in the same call (`succeeded`, `failed`, `canceled`; `pending` when the outcome is
- * not immediate: the slow button, amount rules 002 and 003). When the Update fails (a run of the
- * previous release, a deadline, Temporal down) the handoff is delivered as a signal, now or by the
- * relay, and the answer says `pending` (the return page hears the outcome). Once a button was
- * pressed or the shopper came back without one, it is `409 attempt_already_decided`.
+ * first button of a pending attempt is recorded, then passed to the session workflow as an Update,
+ * which settles the attempt and answers with its status in the same call (`succeeded`, `failed`,
+ * `canceled`; `pending` when the outcome is not immediate: the slow button, amount rules 002 and
+ * 003). When the Update fails (a run of the previous release, its 2 s deadline) the decision goes
+ * as a signal and the answer says `pending` (the return page hears the outcome). When that fails
+ * too, the decision is taken back so the shopper can press again: `503 service_unavailable` with
+ * Retry-After (also while the session's workflow is not started yet). Once a button was pressed or
+ * the shopper came back without one, it is `409 attempt_already_decided`.
+ *
+ * The durable fallback (the decision written with an `attempt_decided` handoff, delivered by the
+ * relay) waits for the next release: this release's relay delivers that kind, the previous
+ * release's relay does not know it, and both run side by side during a rollout.
  */
 export async function decideTestAttempt(
   deps: PublicDeps,
@@ -47,30 +52,34 @@ export async function decideTestAttempt(
   decision: TestGatewayDecision,
 ) {
   const attempt = assertTestGateway(await attemptInScope(deps, scope, attemptId));
-  const recorded = await insertWithHandoff<AttemptRow>(
-    deps.db,
-    deps
-      .db('payment_attempts')
-      .where({ id: attempt.id, status: 'pending' })
-      .whereNull('decision')
-      .whereNull('verify_requested_at')
-      .update({ decision, updated_at: deps.clock() })
-      .returning('*'),
-    { merchantId: attempt.merchant_id, mode: attempt.mode },
-    { kind: 'attempt_decided', sessionId: attempt.session_id, attemptId: attempt.id, decision },
-  );
-  if (!recorded) {
+  const [decided]: AttemptRow[] = await deps
+    .db('payment_attempts')
+    .where({ id: attempt.id, status: 'pending' })
+    .whereNull('decision')
+    .whereNull('verify_requested_at')
+    .update({ decision, updated_at: deps.clock() })
+    .returning('*');
+  if (!decided) {
     const state = attempt.status === 'pending' ? 'already being decided' : attempt.status;
     throw ApiError.conflict('attempt_already_decided', `This attempt is ${state}; its outcome can no longer change.`);
   }
-  const { row: decided, pending } = recorded;
-  let status: string = decided.status;
+  const answer = (status: string) => ({
+    attempt_id: decided.id,
+    status,
+    return_url: returnUrl(deps.publicBaseUrl, decided.id),
+  });
   try {
-    status = (await decideByUpdate(deps.temporal, attempt.session_id, attempt.id, decision)).attemptStatus;
-    handoffsDelivered(deps.db, [pending]);
+    return answer((await decideByUpdate(deps.temporal, attempt.session_id, attempt.id, decision)).attemptStatus);
   } catch (err) {
-    log.warn('the decision Update failed; its handoff delivers it as a signal', { attempt_id: attempt.id, error: err });
-    await handOff(deps, [pending]);
+    log.info('the decision Update failed; the decision goes as a signal', { attempt_id: attempt.id, error: err });
   }
-  return { attempt_id: decided.id, status, return_url: returnUrl(deps.publicBaseUrl, decided.id) };
+  try {
+    await signalDecision(deps.temporal, attempt.session_id, attempt.id, decision);
+  } catch (err) {
+    // Unrecorded, so the shopper can press again.
+    await deps.db('payment_attempts').where({ id: attempt.id, status: 'pending', decision }).update({ decision: null });
+    if (err instanceof WorkflowNotFoundError) throw ApiError.serviceUnavailable();
+    throw err;
+  }
+  return answer(decided.status);
 }
