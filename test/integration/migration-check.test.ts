@@ -298,7 +298,13 @@ describe('what npm test checks', () => {
 
   it('new migrations: those the release did not apply (git show of its migrations/index.ts)', () => {
     const release = { version: '0.1.0', commit: 'a3f9257f74b3266c7d027e0c0f939bc45bbc72fc', date: '2026-11-27' };
-    expect(newMigrations(migrations, release)).toEqual({ names: ['20261127120000_delivery_tenant_drop'] });
+    expect(newMigrations(migrations, release)).toEqual({
+      names: [
+        '20261127120000_delivery_tenant_drop',
+        '20261127140000_console_accounts',
+        '20261127180000_endpoint_watches',
+      ],
+    });
   });
 
   it('without the release’s commit, every migration dated on or after its day, and says so', () => {
