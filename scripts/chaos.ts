@@ -26,7 +26,7 @@ import { Load, type RequestRecord } from './upgrade/load';
  * - recovery (the last failed answer after the fault ended) within GRACE_S;
  * - nothing acknowledged lost, no transition twice, every event delivered;
  * - each expected alert in ops/prometheus/alerts.yml (else "alert missing"), fired within its
- *   `for` plus EVAL_SLACK_S of the fault's start and resolved within RESOLVE_BUDGET_S of its end,
+ *   hold (its `for` and its `*_over_time` window) plus EVAL_SLACK_S of the fault's start and resolved within RESOLVE_BUDGET_S of its end,
  *   unless its `for` is longer than the fault (then the table says so: it cannot fire here);
  * - in a no-page scenario, no alert of severity=page.
  *
@@ -40,8 +40,12 @@ const GRACE_S = Number(process.env.CHAOS_GRACE_S ?? 15);
 const RESOLVE_BUDGET_S = Number(process.env.CHAOS_RESOLVE_BUDGET_S ?? 120);
 /** After the fault: at least this long watched, with load. */
 const AFTER_S = 20;
-/** Scrapes, evaluations and Alertmanager's grouping between a condition and the receiver. */
-const EVAL_SLACK_S = 5 * INTERVAL_S + 10;
+/**
+ * Between a fault and its alert's condition: a process's probe interval plus its deadline
+ * (DEPENDENCY_PROBE_INTERVAL_MS 5 s, a query deadline of a few seconds on a silent path), then
+ * scrapes, evaluations and Alertmanager's grouping between the condition and the receiver.
+ */
+const EVAL_SLACK_S = 10 + 5 * INTERVAL_S + 10;
 /** The load's per-request deadline (Balancer.request's default): an answer that never came. */
 const CLIENT_TIMEOUT_MS = 30_000;
 const DRAIN_MS = 90_000;
@@ -143,7 +147,7 @@ async function runScenario(stack: Stack, scenario: Scenario, rules: Map<string, 
 
   // Watched with load until the expected alerts that fired have resolved (or the budget is spent).
   const notes = stack.alerting.receiver.notifications;
-  const reachable = scenario.alerts.filter((a) => rules.has(a) && rules.get(a)!.forS + 10 <= scenario.faultS);
+  const reachable = scenario.alerts.filter((a) => rules.has(a) && rules.get(a)!.holdS + 10 <= scenario.faultS);
   const resolvedBy = faultEnd + RESOLVE_BUDGET_S * 1000;
   const pendingAlerts = () =>
     reachable.filter((name) => {
@@ -195,6 +199,23 @@ async function runScenario(stack: Stack, scenario: Scenario, rules: Map<string, 
   if (outcome.wrongAnswers.length) f.push(`${outcome.wrongAnswers.length} wrong answers (not 5xx)`);
   if (!drained) f.push('load still in flight after the drain');
 
+  // The alert of fenced writes: they come when the paused process resumes, so it counts from the heal.
+  const fenced = fencedAfter === undefined ? 0 : fencedAfter - (fencedBefore ?? 0);
+  if (scenario.fencedAlert) {
+    const name = scenario.fencedAlert;
+    if (!rules.has(name)) f.push(`alert ${name} missing`);
+    else if (fenced === 0)
+      outcome.alerts.push([
+        name,
+        rules.get(name)!.severity,
+        'not expected: no write was fenced',
+        '',
+        'expected if fenced',
+      ]);
+    else if (!notes.some((n) => n.name === name && n.status === 'firing' && n.receivedAt >= faultEnd))
+      f.push(`${name} did not fire after ${fenced} fenced writes`);
+  }
+
   // Alerts: every one that fired during the scenario, then each expected one's verdict.
   const during = notes.filter((n) => n.name !== WATCHDOG && n.receivedAt >= startedAt && n.receivedAt <= endedAt);
   const firstOf = (name: string, status: Notification['status'], after: number) =>
@@ -207,7 +228,7 @@ async function runScenario(stack: Stack, scenario: Scenario, rules: Map<string, 
       fired?.severity ?? rules.get(name)?.severity ?? '',
       fired ? `+${secs(fired.receivedAt - faultStart)} after the fault began` : 'was firing before',
       resolved ? `+${secs(resolved.receivedAt - faultEnd)} after it ended` : 'still firing',
-      scenario.alerts.includes(name) ? 'expected' : 'unexpected',
+      scenario.alerts.includes(name) || scenario.fencedAlert === name ? 'expected' : 'unexpected',
     ]);
     if (scenario.noPage && fired?.severity === 'page') f.push(`paging alert ${name} fired on flapping links`);
   }
@@ -223,15 +244,15 @@ async function runScenario(stack: Stack, scenario: Scenario, rules: Map<string, 
         outcome.alerts.push([
           name,
           rule.severity,
-          `cannot fire here: for ${rule.forS} s > the ${scenario.faultS} s fault`,
+          `cannot fire here: holds ${rule.holdS} s before firing, the fault lasts ${scenario.faultS} s`,
           '',
           'expected',
         ]);
       continue;
     }
     const fired = firstOf(name, 'firing', faultStart);
-    if (!fired || fired.receivedAt > faultStart + (rule.forS + EVAL_SLACK_S) * 1000) {
-      f.push(`${name} did not fire within ${rule.forS + EVAL_SLACK_S} s of the fault`);
+    if (!fired || fired.receivedAt > faultStart + (rule.holdS + EVAL_SLACK_S) * 1000) {
+      f.push(`${name} did not fire within ${rule.holdS + EVAL_SLACK_S} s of the fault`);
       if (!fired) outcome.alerts.push([name, rule.severity, 'NOT FIRED', '', 'expected']);
     } else if (!firstOf(name, 'resolved', faultEnd)) f.push(`${name} did not resolve within ${RESOLVE_BUDGET_S} s`);
   }

@@ -11,11 +11,24 @@ export const ALERTS_FILE = join(repoRoot, 'ops', 'prometheus', 'alerts.yml');
 /** Scrape and rule evaluation interval of the suite's Prometheus. */
 export const INTERVAL_S = 2;
 
-/** An alert rule of ALERTS_FILE: its name, `for` in seconds and severity. */
+/**
+ * An alert rule of ALERTS_FILE: its name, `for` in seconds, severity, and how long its condition
+ * must hold before it fires (`holdS`): its `for` plus the longest `*_over_time(…[N])` window of its
+ * expression (`max_over_time(up[20s]) == 0` holds only once 20 s passed without a success).
+ */
 export interface AlertRule {
   name: string;
   forS: number;
+  holdS: number;
   severity: string;
+}
+
+/** The longest `*_over_time(…[N])` window of a PromQL expression, in seconds (0 without one). */
+export function overTimeWindowS(expr: string): number {
+  let longest = 0;
+  for (const [, window] of expr.matchAll(/_over_time\([^[]*\[([0-9a-z]+)\]/g))
+    longest = Math.max(longest, durationSeconds(window));
+  return longest;
 }
 
 /** `1m30s`, `3m`, `45s`, `6h` → seconds. */
@@ -30,7 +43,7 @@ export function durationSeconds(text: string | undefined): number {
 /** Every alert rule of `file` (read once at the start: the suite never rewrites it). */
 export function readAlertRules(file = ALERTS_FILE): Map<string, AlertRule> {
   const doc = parse(readFileSync(file, 'utf8')) as {
-    groups: Array<{ rules: Array<{ alert?: string; for?: string; labels?: Record<string, string> }> }>;
+    groups: Array<{ rules: Array<{ alert?: string; expr?: string; for?: string; labels?: Record<string, string> }> }>;
   };
   const rules = new Map<string, AlertRule>();
   for (const group of doc.groups)
@@ -39,6 +52,7 @@ export function readAlertRules(file = ALERTS_FILE): Map<string, AlertRule> {
         rules.set(rule.alert, {
           name: rule.alert,
           forS: durationSeconds(rule.for),
+          holdS: durationSeconds(rule.for) + overTimeWindowS(rule.expr ?? ''),
           severity: rule.labels?.severity ?? '',
         });
   return rules;

@@ -1,4 +1,4 @@
-import { durationSeconds, readAlertRules } from '../../scripts/chaos/alerting';
+import { durationSeconds, overTimeWindowS, readAlertRules } from '../../scripts/chaos/alerting';
 
 describe("the fault suite's reading of ops/prometheus/alerts.yml", () => {
   it('reads Prometheus durations in seconds', () => {
@@ -8,10 +8,27 @@ describe("the fault suite's reading of ops/prometheus/alerts.yml", () => {
     expect(durationSeconds(undefined)).toBe(0);
   });
 
+  it('reads how long a condition over a window must hold before it is true', () => {
+    expect(overTimeWindowS('max_over_time(svc_dependency_up{dependency="postgres"}[20s]) == 0')).toBe(20);
+    expect(overTimeWindowS('avg_over_time(a[1m]) < 0.5 and max_over_time(b[30s]) == 0')).toBe(60);
+    expect(overTimeWindowS('sum(increase(svc_claims_fenced_total[5m])) > 0')).toBe(0);
+  });
+
   it('gives each alert its for and severity, as the file says', () => {
     const rules = readAlertRules();
-    expect(rules.get('DependencyUnavailable')).toEqual({ name: 'DependencyUnavailable', forS: 180, severity: 'page' });
-    expect(rules.get('ScrapeTargetDown')).toEqual({ name: 'ScrapeTargetDown', forS: 300, severity: 'ticket' });
+    expect(rules.get('DependencyUnavailable')).toEqual({
+      name: 'DependencyUnavailable',
+      forS: 180,
+      holdS: 180,
+      severity: 'page',
+    });
+    expect(rules.get('ScrapeTargetDown')).toEqual({
+      name: 'ScrapeTargetDown',
+      forS: 300,
+      holdS: 300,
+      severity: 'ticket',
+    });
+    expect(rules.get('PostgresUnreachable')).toMatchObject({ forS: 0, holdS: 20, severity: 'page' });
     expect(rules.has('api:svc_http_5xx:ratio_rate5m')).toBe(false);
   });
 });
