@@ -8,7 +8,7 @@ import { verify } from '../src/webhooks/verify';
 import { startHttpsReceiver, type ReceivedRequest } from '../test/helpers/https-receiver';
 import { startBenchEnvironment } from './bench/environment';
 import { percentile, table } from './bench/measure';
-import { type LockWait, startLockSampler, workflowTaskFailures } from './upgrade/checks';
+import { type ListedEvent, listEvents, type LockWait, startLockSampler, workflowTaskFailures } from './upgrade/checks';
 import { Balancer, logFindings, runTreeCommand, type ServiceProcess, startService, stopService } from './upgrade/fleet';
 import { Load, type LoadMerchant, type LoadSeller, type RequestRecord } from './upgrade/load';
 import {
@@ -338,33 +338,6 @@ function phaseAt(timeline: readonly Phase[], atMs: number): string {
   let name = timeline[0]?.name ?? '';
   for (const p of timeline) if (p.atMs <= atMs) name = p.name;
   return name;
-}
-
-interface ListedEvent {
-  merchant: number;
-  id: string;
-  type: string;
-  objectId: string;
-}
-
-/** Every event of every merchant, through `GET /v1/events`, page by page. */
-async function listEvents(balancer: Balancer, merchants: LoadMerchant[]): Promise<ListedEvent[]> {
-  const events: ListedEvent[] = [];
-  for (const m of merchants) {
-    let cursor: string | null = null;
-    do {
-      const query: string = cursor ? `?limit=100&cursor=${encodeURIComponent(cursor)}` : '?limit=100';
-      const page = await balancer.request('GET', `/v1/events${query}`, { authorization: `Bearer ${m.secretKey}` });
-      if (page.status !== 200) throw new Error(`GET /v1/events: ${page.status} ${page.text}`);
-      const body = JSON.parse(page.text) as {
-        data: Array<{ id: string; type: string; data: { object: { id: string } } }>;
-        next_cursor: string | null;
-      };
-      for (const e of body.data) events.push({ merchant: m.index, id: e.id, type: e.type, objectId: e.data.object.id });
-      cursor = body.next_cursor;
-    } while (cursor);
-  }
-  return events;
 }
 
 /** What the end state came to: each check's name, how many it looked at, and what was wrong. */

@@ -7,6 +7,7 @@ import { type Scenario, SCENARIOS } from './chaos/scenarios';
 import { Stack } from './chaos/stack';
 import { ensureSystemPackages, SYSTEM_PACKAGES } from './system-packages';
 import { Load, type RequestRecord } from './upgrade/load';
+import { listEvents } from './upgrade/checks';
 
 /**
  * `npm run chaos`: faults beyond crashes (docs/chaos.md), each injected by the suite itself on the
@@ -303,7 +304,7 @@ async function checkEndState(
       await sleep(1000);
     }
   }
-  const events = await listEvents(stack);
+  const events = await listEvents(stack.balancer, stack.merchants);
   const mine = new Set([...load.journeys.map((j) => j.sessionId), ...load.refunds.keys()]);
   const ours = events.filter((e) => mine.has(e.objectId));
   const count = new Map<string, number>();
@@ -342,30 +343,6 @@ function safeJson(text: string): Record<string, unknown> {
   } catch {
     return {};
   }
-}
-
-/** Every event of every merchant, through `GET /v1/events`. */
-async function listEvents(
-  stack: Stack,
-): Promise<Array<{ merchant: number; id: string; type: string; objectId: string }>> {
-  const events: Array<{ merchant: number; id: string; type: string; objectId: string }> = [];
-  for (const m of stack.merchants) {
-    let cursor: string | null = null;
-    do {
-      const query: string = cursor ? `?limit=100&cursor=${encodeURIComponent(cursor)}` : '?limit=100';
-      const page = await stack.balancer.request('GET', `/v1/events${query}`, {
-        authorization: `Bearer ${m.secretKey}`,
-      });
-      if (page.status !== 200) throw new Error(`GET /v1/events: ${page.status} ${page.text}`);
-      const body = JSON.parse(page.text) as {
-        data: Array<{ id: string; type: string; data: { object: { id: string } } }>;
-        next_cursor: string | null;
-      };
-      for (const e of body.data) events.push({ merchant: m.index, id: e.id, type: e.type, objectId: e.data.object.id });
-      cursor = body.next_cursor;
-    } while (cursor);
-  }
-  return events;
 }
 
 function printOutcome(o: Outcome): void {

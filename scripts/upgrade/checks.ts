@@ -1,6 +1,8 @@
 import { Client as PgClient } from 'pg';
 import type { Client as TemporalClient } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
+import type { Balancer } from './fleet';
+import type { LoadMerchant } from './load';
 
 /** The longest lock wait seen in one phase: who waited, on whom, doing what. */
 export interface LockWait {
@@ -116,4 +118,31 @@ export async function workflowTaskFailures(client: TemporalClient): Promise<{
     }
   }
   return { workflows, failures, timeouts, marked };
+}
+
+export interface ListedEvent {
+  merchant: number;
+  id: string;
+  type: string;
+  objectId: string;
+}
+
+/** Every event of every merchant, through `GET /v1/events`, page by page. */
+export async function listEvents(balancer: Balancer, merchants: LoadMerchant[]): Promise<ListedEvent[]> {
+  const events: ListedEvent[] = [];
+  for (const m of merchants) {
+    let cursor: string | null = null;
+    do {
+      const query: string = cursor ? `?limit=100&cursor=${encodeURIComponent(cursor)}` : '?limit=100';
+      const page = await balancer.request('GET', `/v1/events${query}`, { authorization: `Bearer ${m.secretKey}` });
+      if (page.status !== 200) throw new Error(`GET /v1/events: ${page.status} ${page.text}`);
+      const body = JSON.parse(page.text) as {
+        data: Array<{ id: string; type: string; data: { object: { id: string } } }>;
+        next_cursor: string | null;
+      };
+      for (const e of body.data) events.push({ merchant: m.index, id: e.id, type: e.type, objectId: e.data.object.id });
+      cursor = body.next_cursor;
+    } while (cursor);
+  }
+  return events;
 }
