@@ -3,7 +3,7 @@ import { Client, Connection, ConnectionOptions } from '@temporalio/client';
 import { temporalClientInterceptors } from '../telemetry/temporal';
 import type { Settings } from '../config';
 import { log } from '../lib/log';
-import { deadlineInterceptor, TEMPORAL_KEEPALIVE } from './deadlines';
+import { deadlineInterceptor, TEMPORAL_CALL_TIMEOUT_MS, TEMPORAL_KEEPALIVE } from './deadlines';
 import { ensureSearchAttributes, type OperatorConnection } from './search-attribute-setup';
 
 /** Connection options for TEMPORAL_ADDRESS, with mTLS or an API key for Temporal Cloud. */
@@ -40,7 +40,23 @@ export function apiConnectionOptions(settings: Settings): ConnectionOptions {
 
 /** A Temporal client on `connection` for the configured namespace (carrying the active trace when tracing is on). */
 export function temporalClientOn(connection: Connection, settings: Settings): Client {
-  return new Client({ connection, namespace: settings.TEMPORAL_NAMESPACE, interceptors: temporalClientInterceptors() });
+  const client = new Client({
+    connection,
+    namespace: settings.TEMPORAL_NAMESPACE,
+    interceptors: temporalClientInterceptors(),
+  });
+  callTimeouts.set(client, settings.TEMPORAL_CALL_TIMEOUT_MS);
+  return client;
+}
+
+const callTimeouts = new WeakMap<Client, number>();
+
+/**
+ * The deadline of one call on `client` (TEMPORAL_CALL_TIMEOUT_MS of the settings it was made
+ * with), for a request that makes several calls and must answer within one of them.
+ */
+export function callTimeoutOf(client: Client): number {
+  return callTimeouts.get(client) ?? TEMPORAL_CALL_TIMEOUT_MS;
 }
 
 /** A Temporal client for the configured namespace, every call under its deadline (`apiConnectionOptions`). */

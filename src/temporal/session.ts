@@ -264,8 +264,9 @@ export async function decideByUpdate(
   sessionId: string,
   attemptId: string,
   decision: TestGatewayDecision,
+  deadline = Date.now() + DECISION_UPDATE_TIMEOUT_MS,
 ): Promise<DecisionAnswer> {
-  return client.connection.withDeadline(Date.now() + DECISION_UPDATE_TIMEOUT_MS, () =>
+  return client.connection.withDeadline(Math.min(deadline, Date.now() + DECISION_UPDATE_TIMEOUT_MS), () =>
     client.workflow
       .getHandle(sessionWorkflowId(sessionId))
       .executeUpdate(attemptDecisionUpdate, { args: [{ attemptId, decision }] }),

@@ -130,14 +130,28 @@ export async function historyOf(stack: Stack, workflowId: string): Promise<strin
         return ['timer canceled'];
       case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
         return [`signal ${e.workflowExecutionSignaledEventAttributes?.signalName}`];
+      case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
+        return [`update ${e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name}`];
       case EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
         return [`activity ${e.activityTaskScheduledEventAttributes?.activityType?.name}`];
+      case EventType.EVENT_TYPE_MARKER_RECORDED:
+        return e.markerRecordedEventAttributes?.markerName === 'core_local_activity'
+          ? [`local activity ${localActivityType(e)}`]
+          : [];
       case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
         return ['completed'];
       default:
         return [];
     }
   });
+}
+
+/** The activity type a local activity's marker recorded (its `data` detail, JSON). */
+function localActivityType(e: temporal.api.history.v1.IHistoryEvent): string {
+  const data = e.markerRecordedEventAttributes?.details?.data?.payloads?.[0]?.data;
+  return data
+    ? ((JSON.parse(Buffer.from(data).toString('utf8')) as { activity_type?: string }).activity_type ?? '?')
+    : '?';
 }
 
 /** Waits until the workflow's history ends with `last` (the workflow has acted and is waiting). */

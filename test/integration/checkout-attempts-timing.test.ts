@@ -97,11 +97,11 @@ describe('the slow button', () => {
       'signal attemptStarted',
       'timer canceled',
       expect.stringMatching(WAIT),
-      'signal attemptDecision',
+      'update attemptDecide',
       'timer canceled',
       SLOW,
       'timer fired',
-      'activity settleAttempt',
+      'local activity settleAttempt',
       'completed',
     ]);
     await keepHistory(stack, s.id, 'session/slow-then-succeeds');
@@ -238,7 +238,7 @@ describe('an attempt pending across expires_at', () => {
     await untilStatus(attemptId, 'failed');
     await until(async () => {
       const history = await historyOf(stack, s.id);
-      return history.at(-2) === 'activity settleAttempt' && history.at(-1)!.startsWith('timer ');
+      return history.at(-2) === 'local activity settleAttempt' && history.at(-1)!.startsWith('timer ');
     }, 'the expiry timer again');
     await stack.env.sleep(10 * MINUTE - 2 * SECOND);
     await settle();

@@ -1,6 +1,7 @@
 import { ApiError } from '../../http/errors';
 import { log } from '../../lib/log';
 import { WorkflowNotFoundError } from '@temporalio/client';
+import { callTimeoutOf } from '../../temporal/client';
 import { decideByUpdate, signalDecision, TestGatewayDecision } from '../../temporal/session';
 import type { PublicDeps } from '../public/deps';
 import type { MerchantScope } from '../sessions/deps';
@@ -68,13 +69,18 @@ export async function decideTestAttempt(
     status,
     return_url: returnUrl(deps.publicBaseUrl, decided.id),
   });
+  // Both calls within one Temporal call's deadline: the press answers within TEMPORAL_CALL_TIMEOUT_MS.
+  const deadline = Date.now() + callTimeoutOf(deps.temporal);
   try {
-    return answer((await decideByUpdate(deps.temporal, attempt.session_id, attempt.id, decision)).attemptStatus);
+    const { attemptStatus } = await decideByUpdate(deps.temporal, attempt.session_id, attempt.id, decision, deadline);
+    return answer(attemptStatus);
   } catch (err) {
     log.info('the decision Update failed; the decision goes as a signal', { attempt_id: attempt.id, error: err });
   }
   try {
-    await signalDecision(deps.temporal, attempt.session_id, attempt.id, decision);
+    await deps.temporal.connection.withDeadline(deadline, () =>
+      signalDecision(deps.temporal, attempt.session_id, attempt.id, decision),
+    );
   } catch (err) {
     // Unrecorded, so the shopper can press again.
     await deps.db('payment_attempts').where({ id: attempt.id, status: 'pending', decision }).update({ decision: null });
