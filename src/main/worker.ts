@@ -64,10 +64,7 @@ async function main(): Promise<void> {
       role: 'worker',
       host: settings.METRICS_HOST,
       port: settings.WORKER_METRICS_PORT,
-      readiness: readyUntilStopped(stop, async () => [
-        ...(await dependencies.checks()),
-        workerReady(started.worker),
-      ]),
+      readiness: readyUntilStopped(stop, async () => [...(await dependencies.checks()), workerReady(started.worker)]),
       extra: sdkMetrics ? () => readSdkMetrics(`http://${sdkMetrics}/metrics`) : undefined,
     });
     log.info('worker metrics listening', { url: `${metrics.url}/metrics` });

@@ -153,14 +153,7 @@ export async function claimDue(
   const { rows } = await unpreparedQuery<{ event_id: string; generation: string; attempt_no: number; lease_end: Date }>(
     db,
     CLAIM_SQL,
-    [
-    endpointId,
-    batch,
-    held ? limit : 0,
-    new Date(nowMs),
-    limit,
-      new Date(nowMs + CLAIM_LEASE_MS),
-    ],
+    [endpointId, batch, held ? limit : 0, new Date(nowMs), limit, new Date(nowMs + CLAIM_LEASE_MS)],
   );
   return rows.map((r) => ({
     eventId: r.event_id,

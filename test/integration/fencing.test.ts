@@ -182,7 +182,7 @@ describe('the webhook queue', () => {
     expect(await fencedAt('webhook_queue')).toBe(before + 1);
   });
 
-  it("a batch resumed after its own retry took its rows back (same batch, a new lease) records nothing", async () => {
+  it('a batch resumed after its own retry took its rows back (same batch, a new lease) records nothing', async () => {
     const { path, endpoint, event } = await queuedDelivery();
     let replies = 0;
     receiver.respond = (r) => ({ status: r.path === path && ++replies === 1 ? 500 : 200 });
@@ -270,7 +270,11 @@ describe('the webhook queue', () => {
       );
       await new Promise((r) => setTimeout(r, 3200));
       await lock.commit();
-      await until(() => fencedAt('endpoint_failure_clock'), (n) => n === before + 1, 'the write fenced');
+      await until(
+        () => fencedAt('endpoint_failure_clock'),
+        (n) => n === before + 1,
+        'the write fenced',
+      );
       const row = await stack.db('webhook_endpoints').where({ id: endpoint.id }).first();
       expect({ status: row.status, failingSince: row.failing_since }).toEqual({ status: 'enabled', failingSince });
       expect(await stack.db('outbox').where({ to: m.contactEmail })).toEqual([]);
@@ -338,7 +342,11 @@ describe('the outbox relay', () => {
     expect(row.sent_at).not.toBeNull();
 
     frozen.open();
-    await until(() => fencedAt('outbox'), (n) => n === before + 1, 'the send fenced');
+    await until(
+      () => fencedAt('outbox'),
+      (n) => n === before + 1,
+      'the send fenced',
+    );
     expect(sentTo(to)).toHaveLength(1);
     expect(fenceLines('outbox').at(-1)).toEqual(
       expect.objectContaining({ write: 'send', id: row.id, kind: 'sms', attempts: 1 }),
@@ -368,7 +376,11 @@ describe('the outbox relay', () => {
     expect(sentTo(to)).toHaveLength(1);
 
     frozen.open();
-    await until(() => fencedAt('outbox'), (n) => n === before + 1, 'the send fenced');
+    await until(
+      () => fencedAt('outbox'),
+      (n) => n === before + 1,
+      'the send fenced',
+    );
     expect(sentTo(to)).toHaveLength(1);
     expect((await stack.db('outbox').where({ to }).first()).attempts).toBe(2);
   });
@@ -407,7 +419,11 @@ describe('the outbox relay', () => {
     await until(async () => claimedByB, Boolean, 'relay B to claim');
 
     frozen.open(); // A's sent mark would end B's claim and mask a row B has not sent
-    await until(() => fencedAt('outbox'), (n) => n === before + 1, 'the sent mark fenced');
+    await until(
+      () => fencedAt('outbox'),
+      (n) => n === before + 1,
+      'the sent mark fenced',
+    );
     const row = await stack.db('outbox').where({ to }).first();
     expect({ attempts: row.attempts, sentAt: row.sent_at }).toEqual({ attempts: 2, sentAt: null });
     expect(fenceLines('outbox').at(-1)).toEqual(expect.objectContaining({ write: 'sent mark', attempts: 1 }));
@@ -434,7 +450,10 @@ describe('the handoff relay', () => {
       recordHandoff(trx, { merchantId: m.merchantId, mode: 'test' }, { kind: 'endpoint_wake', endpoint: target }),
     );
     // Due at once (the API that wrote it is gone).
-    await stack.db('workflow_handoffs').where({ id }).update({ next_attempt_at: stack.db.raw('now()') });
+    await stack
+      .db('workflow_handoffs')
+      .where({ id })
+      .update({ next_attempt_at: stack.db.raw('now()') });
     const before = await fencedAt('handoff_relay');
     const relays: HandoffRelay[] = [];
     const frozenRelay = (frozen: Promise<void>, onDelivered: () => void) => {
@@ -458,14 +477,21 @@ describe('the handoff relay', () => {
       frozenRelay(frozenA.opened, () => (deliveredByA = true));
       await until(async () => deliveredByA, Boolean, 'relay A to deliver');
       // Its lease ends; relay B takes the row over, delivers it again and freezes too.
-      await stack.db('workflow_handoffs').where({ id }).update({ next_attempt_at: stack.db.raw(`now() - interval '1 second'`) });
+      await stack
+        .db('workflow_handoffs')
+        .where({ id })
+        .update({ next_attempt_at: stack.db.raw(`now() - interval '1 second'`) });
       const frozenB = gate();
       let deliveredByB = false;
       frozenRelay(frozenB.opened, () => (deliveredByB = true));
       await until(async () => deliveredByB, Boolean, 'relay B to deliver');
 
       frozenA.open();
-      await until(() => fencedAt('handoff_relay'), (n) => n === before + 1, 'the delete fenced');
+      await until(
+        () => fencedAt('handoff_relay'),
+        (n) => n === before + 1,
+        'the delete fenced',
+      );
       expect(await stack.db('workflow_handoffs').where({ id }).select('attempts')).toEqual([{ attempts: 2 }]);
       expect(fenceLines('handoff_relay').at(-1)).toEqual(
         expect.objectContaining({ write: 'delete', handoff_id: id, workflow_id: endpoint.id, attempts: 1 }),
