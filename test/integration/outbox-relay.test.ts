@@ -108,6 +108,15 @@ beforeEach(() => {
   clock = testClock(); // each test starts at the real time, as the rows' database defaults do
 });
 
+/**
+ * Freezes the test clock with the rows just queued already due. The database stamps a row's
+ * `next_attempt_at` in microseconds and the clock counts milliseconds: frozen within the insert's
+ * millisecond, the clock would stand just before the row's time and the relay would not claim it.
+ */
+function freezeWithRowsDue(): void {
+  clock.freeze(new Date(Date.now() + 1));
+}
+
 afterEach(async () => {
   await Promise.all(relays.splice(0).map((r) => r.stop()));
 });
@@ -241,7 +250,7 @@ describe('SMS over HTTP', () => {
     const to = phone();
     smsScript.set(to, [503, 503, 503, 503, 503]);
     await outboxSms(db).send({ to, body: 'Your verification code is 111222' });
-    clock.freeze();
+    freezeWithRowsDue();
     const r = relay({ transports: { sms: sms() }, onlyTo: new Set([to]) });
     await r.drain();
     clock.advance(RETRY_DELAYS_MS[0]);
@@ -330,7 +339,7 @@ describe('e-mail over SMTP', () => {
       from: 'Payments <no-reply@pay.test>',
     });
     await db('outbox').insert({ kind: 'email', to: contact, subject: 'Hello', body: 'Hi there' });
-    clock.freeze();
+    freezeWithRowsDue();
     const r = relay({ transports: { email: wrong }, onlyTo: new Set([contact]) });
     await r.drain();
     const [m] = await rowsTo(contact);
@@ -347,7 +356,7 @@ describe('e-mail over SMTP', () => {
       send: () => Promise.reject(new Error(`try ${++tries} refused`)),
     };
     await db('outbox').insert({ kind: 'email', to: contact, subject: 'Hello', body: 'Hi there' });
-    clock.freeze();
+    freezeWithRowsDue();
     const r = relay({ transports: { email: failing }, onlyTo: new Set([contact]) });
     await r.drain();
     for (const delay of RETRY_DELAYS_MS) {
