@@ -373,7 +373,7 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices, st
           if ((free > 0 && announced) || failure !== undefined) continue;
           await new Promise<void>((resolve) => {
             if (stopping?.aborted) return resolve(); // it may have rung while nothing waited
-            const timer = setTimeout(resolve, left());
+            const timer = setTimeout(resolve, Math.max(0, left()));
             ring = () => {
               clearTimeout(timer);
               resolve();

@@ -13,8 +13,8 @@ export const INTERVAL_S = 2;
 
 /**
  * An alert rule of ALERTS_FILE: its name, `for` in seconds, severity, and how long its condition
- * must hold before it fires (`holdS`): its `for` plus the longest `*_over_time(…[N])` window of its
- * expression (`max_over_time(up[20s]) == 0` holds only once 20 s passed without a success).
+ * must hold before it fires (`holdS`): its `for` plus how long its condition takes to become true
+ * (`conditionDelayS`).
  */
 export interface AlertRule {
   name: string;
@@ -23,11 +23,17 @@ export interface AlertRule {
   severity: string;
 }
 
-/** The longest `*_over_time(…[N])` window of a PromQL expression, in seconds (0 without one). */
-export function overTimeWindowS(expr: string): number {
+/**
+ * How long after a fault begins a PromQL condition can first be true, in seconds: the longest
+ * `*_over_time(…[N])` window (`max_over_time(up[20s]) == 0` holds only once 20 s passed without a
+ * success), or the threshold N of a gauge of seconds elapsed (`…_unreachable_seconds > N`); 0 else.
+ */
+export function conditionDelayS(expr: string): number {
   let longest = 0;
   for (const [, window] of expr.matchAll(/_over_time\([^[]*\[([0-9a-z]+)\]/g))
     longest = Math.max(longest, durationSeconds(window));
+  for (const [, threshold] of expr.matchAll(/_unreachable_seconds(?:\{[^}]*\})?\s*>=?\s*(\d+)/g))
+    longest = Math.max(longest, Number(threshold));
   return longest;
 }
 
@@ -52,7 +58,7 @@ export function readAlertRules(file = ALERTS_FILE): Map<string, AlertRule> {
         rules.set(rule.alert, {
           name: rule.alert,
           forS: durationSeconds(rule.for),
-          holdS: durationSeconds(rule.for) + overTimeWindowS(rule.expr ?? ''),
+          holdS: durationSeconds(rule.for) + conditionDelayS(rule.expr ?? ''),
           severity: rule.labels?.severity ?? '',
         });
   return rules;

@@ -16,9 +16,9 @@ export interface Scenario {
   /** Alerts of ops/prometheus/alerts.yml that this fault must fire (and that must resolve after it). */
   alerts: string[];
   /**
-   * An alert that a resumed process's fenced writes fire after the heal (ClaimsLapsed): expected
-   * only when the scenario fenced a write, and only its firing is checked (its 5-minute window
-   * outlasts the scenario).
+   * An alert that a resumed process's fenced writes fire after the heal (ClaimsLapsed). The
+   * scenario must fence at least one write, and only the alert's firing is checked (its 5-minute
+   * window outlasts the scenario).
    */
   fencedAlert?: string;
   /** No alert of severity=page may fire (the flapping links). */
@@ -26,6 +26,8 @@ export interface Scenario {
   inject(stack: Stack): Promise<void>;
   heal(stack: Stack): Promise<void>;
 }
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Packets of one process's path to a dependency dropped silently (iptables on its proxy port). */
 const partition = (name: ProcessName, dependency: Dependency) => ({
@@ -156,7 +158,14 @@ export const SCENARIOS: readonly Scenario[] = [
     faultS: (CLAIM_LEASE_MS + 15_000) / 1000,
     alerts: ['ScrapeTargetDown'],
     fencedAlert: 'ClaimsLapsed',
-    inject: async (stack) => stack.services.get('worker-a')!.child.signal('SIGSTOP'),
+    inject: async (stack) => {
+      // Paused while it holds claims: the endpoints answer slowly for a moment, so that worker-a
+      // has deliveries in flight (claimed rows, running activities) when it stops.
+      stack.webhookDelayMs = 3000;
+      await sleep(4000);
+      stack.services.get('worker-a')!.child.signal('SIGSTOP');
+      stack.webhookDelayMs = 0;
+    },
     heal: async (stack) => stack.services.get('worker-a')!.child.signal('SIGCONT'),
   },
   {
@@ -169,9 +178,10 @@ export const SCENARIOS: readonly Scenario[] = [
   },
   {
     id: 'clock-skew',
-    title: "one worker's clock 90 s ahead (libfaketime) for 60 s",
+    // 150 s: ClockSkew's 2 minutes `for` plus its probe and scrape, so that the alert must fire.
+    title: "one worker's clock 90 s ahead (libfaketime) for 150 s",
     fast: false,
-    faultS: 60,
+    faultS: 150,
     alerts: ['ClockSkew'],
     inject: (stack) => stack.restartProcess('worker-b', clockOffsetEnv(90)),
     heal: (stack) => stack.restartProcess('worker-b'),

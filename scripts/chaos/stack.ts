@@ -47,6 +47,8 @@ export class Stack {
   /** Webhook deliveries received: `<merchant> <event id>` → count. */
   readonly received = new Map<string, number>();
   badSignatures = 0;
+  /** How long the merchants' endpoints take to answer (a scenario slows them to keep deliveries in flight). */
+  webhookDelayMs = 0;
   pg!: EmbeddedPg;
   alerting!: Alerting;
   toxiproxy!: Toxiproxy;
@@ -111,7 +113,7 @@ export class Stack {
       PARTNER_BULK_RATE_LIMIT: '1000000',
       TRUST_PROXY: '1',
       SHUTDOWN_DRAIN_MS: '1000',
-      LOG_LEVEL: 'warn',
+      LOG_LEVEL: process.env.CHAOS_LOG_LEVEL ?? 'warn',
     };
     const direct = { ...this.common, DATABASE_URL: this.databaseUrl, TEMPORAL_ADDRESS: temporal.address };
     const migrated = await runTreeCommand(this.tree, 'src/main/migrate.ts', [], direct);
@@ -164,7 +166,7 @@ export class Stack {
       } catch {
         this.badSignatures++;
       }
-      return { status: 200 };
+      return { status: 200, delayMs: this.webhookDelayMs || undefined };
     };
   }
 
@@ -284,22 +286,27 @@ export class Stack {
       while (!(await isReady(this.services.get(name)!)) && Date.now() < deadline) await sleep(500);
   }
 
-  /** The sum of a counter over every worker's /metrics (undefined: no worker exports it). */
-  async workerCounter(metric: string): Promise<number | undefined> {
-    let total: number | undefined;
+  /**
+   * A counter's value in each running worker process, by process (a worker started again is a new
+   * process, counting from 0); undefined when no worker exports it.
+   */
+  async workerCounters(metric: string): Promise<Map<ServiceProcess, number> | undefined> {
+    let values: Map<ServiceProcess, number> | undefined;
     for (const s of this.services.values()) {
       if (s.role !== 'worker') continue;
       try {
         const res = await fetch(s.readyUrl.replace(/\/readyz$/, '/metrics'), { signal: AbortSignal.timeout(3000) });
         const text = await res.text();
         for (const line of text.split('\n'))
-          if (line.startsWith(`${metric}{`) || line.startsWith(`${metric} `))
-            total = (total ?? 0) + Number(line.split(' ').pop());
+          if (line.startsWith(`${metric}{`) || line.startsWith(`${metric} `)) {
+            values ??= new Map();
+            values.set(s, (values.get(s) ?? 0) + Number(line.split(' ').pop()));
+          }
       } catch {
         // a paused or stopped worker: its count is read next time
       }
     }
-    return total;
+    return values;
   }
 
   async close(): Promise<void> {

@@ -15,6 +15,29 @@ const dependencyUp = new Gauge({
   registers: [registry],
 });
 
+/** When each dependency last answered a probe, and whether its latest probe answered (monotonic ms). */
+const answered = new Map<Dependency, { lastOkAt: number; latestOk: boolean }>();
+const processStart = performance.now();
+
+// Registered with `registry`; its value is computed at each scrape.
+new Gauge({
+  name: 'svc_dependency_unreachable_seconds',
+  help: "While this process's latest probe of the dependency (postgres|temporal) did not answer: the seconds since one last did (since the process started, if none has); 0 while it answers. Read at scrape time on the monotonic clock: a link that flaps keeps it low, a cut makes it grow.",
+  labelNames: ['dependency'] as const,
+  registers: [registry],
+  collect() {
+    const now = performance.now();
+    for (const [dependency, state] of answered)
+      this.set({ dependency }, state.latestOk ? 0 : Math.round((now - state.lastOkAt) / 100) / 10);
+  },
+});
+
+/**
+ * After a probe that did not answer, the next one comes this soon (not a whole interval later): a
+ * dependency back for a few seconds is seen back, so a flapping link never looks like a cut.
+ */
+export const DOWN_RETRY_MS = 1000;
+
 const clockSkew = new Gauge({
   name: 'svc_clock_skew_seconds',
   help: "This process's clock minus Postgres's (clock_timestamp(), corrected by half the round trip), sampled with the Postgres probe; the last sample while Postgres does not answer.",
@@ -139,10 +162,13 @@ export function startDependencyProbes(options: DependencyProbeOptions): Dependen
   let running: Promise<ReadinessCheck[]> | undefined;
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
+  let allAnswered = true;
 
   const record = (result: ProbeResult) => {
     if (stopped) return; // a probe that ends while the process closes its connections says nothing
     dependencyUp.set({ dependency: result.dependency }, result.ok ? 1 : 0);
+    const state = answered.get(result.dependency) ?? { lastOkAt: processStart, latestOk: false };
+    answered.set(result.dependency, { lastOkAt: result.ok ? performance.now() : state.lastOkAt, latestOk: result.ok });
     const wasDown = downSince.get(result.dependency);
     if (!result.ok && wasDown === undefined) {
       downSince.set(result.dependency, Date.now());
@@ -165,21 +191,29 @@ export function startDependencyProbes(options: DependencyProbeOptions): Dependen
 
   const probe = async (): Promise<ReadinessCheck[]> => {
     const connection = options.connection();
+    // Each recorded as it ends: one dependency's deadline does not delay what the other says.
     const [postgres, temporal] = await Promise.all([
-      probePostgres(db, deadlines.postgresMs),
-      connection ? probeTemporal(connection, deadlines.temporalMs) : undefined,
+      probePostgres(db, deadlines.postgresMs).then((p) => {
+        record(p.result);
+        return p;
+      }),
+      connection
+        ? probeTemporal(connection, deadlines.temporalMs).then((t) => {
+            record(t);
+            return t;
+          })
+        : undefined,
     ]);
-    record(postgres.result);
     if (postgres.skewSeconds !== undefined) clockSkew.set(postgres.skewSeconds);
     const checks: ReadinessCheck[] = [checkOf(postgres.result)];
     if (!connection) checks.push({ name: 'temporal', ok: false, detail: 'connecting' });
     else if (temporal) {
-      record(temporal);
       const check = checkOf(temporal);
       checks.push(options.temporalRequired || check.ok ? check : { ...check, required: false });
       if (temporal.ok) checks.push(await searchAttributesCheck(connection, namespace, deadlines.temporalMs));
     }
     last = { at: Date.now(), checks };
+    allAnswered = postgres.result.ok && temporal?.ok !== false;
     return checks;
   };
 
@@ -194,8 +228,10 @@ export function startDependencyProbes(options: DependencyProbeOptions): Dependen
     void probeOnce()
       .catch((err) => log.error('dependency probe failed', { error: err }))
       .finally(() => {
-        // ±20 % jitter: a link flapping at a fixed period cannot line up with every probe.
-        if (!stopped) timer = setTimeout(loop, options.intervalMs * (0.8 + Math.random() * 0.4));
+        // ±20 % jitter: a link flapping at a fixed period cannot line up with every probe. Sooner
+        // while a dependency does not answer, to see it back as soon as it is.
+        const next = allAnswered ? options.intervalMs : Math.min(options.intervalMs, DOWN_RETRY_MS);
+        if (!stopped) timer = setTimeout(loop, next * (0.8 + Math.random() * 0.4));
       });
   };
   loop();

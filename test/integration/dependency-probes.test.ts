@@ -102,6 +102,7 @@ function logLines(prefix: string): Array<Record<string, unknown>> {
 
 const UP = 'svc_dependency_up{dependency="postgres"}';
 const TEMPORAL_UP = 'svc_dependency_up{dependency="temporal"}';
+const UNREACHABLE = 'svc_dependency_unreachable_seconds{dependency="postgres"}';
 
 describe('an API process', () => {
   it('is ready with both dependencies up, and measures its clock 90 s ahead of Postgres', async () => {
@@ -138,8 +139,11 @@ describe('an API process', () => {
           (v) => v === 0,
         ),
       ).toBe(0);
+      const unreachable = (await gauge(UNREACHABLE))!;
       // Several probes fail while it lasts; one line says so.
       await new Promise((r) => setTimeout(r, PROBE_INTERVAL_MS * 4));
+      // The seconds since a probe last answered keep growing (read at scrape time).
+      expect((await gauge(UNREACHABLE))! - unreachable).toBeGreaterThanOrEqual((PROBE_INTERVAL_MS * 4) / 1000 - 0.2);
       expect(logLines('dependency down: postgres')).toEqual([
         expect.objectContaining({
           level: 'warn',
@@ -155,6 +159,7 @@ describe('an API process', () => {
     }
     expect((await until(readyz, (r) => r.code === 200)).body.status).toBe('ready');
     expect(await gauge(UP)).toBe(1);
+    expect(await gauge(UNREACHABLE)).toBe(0);
     expect(logLines('dependency up: postgres')).toEqual([
       expect.objectContaining({ level: 'info', dependency: 'postgres', down_ms: expect.any(Number) }),
     ]);

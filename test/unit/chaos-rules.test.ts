@@ -1,4 +1,4 @@
-import { durationSeconds, overTimeWindowS, readAlertRules } from '../../scripts/chaos/alerting';
+import { durationSeconds, conditionDelayS, readAlertRules } from '../../scripts/chaos/alerting';
 
 describe("the fault suite's reading of ops/prometheus/alerts.yml", () => {
   it('reads Prometheus durations in seconds', () => {
@@ -9,9 +9,9 @@ describe("the fault suite's reading of ops/prometheus/alerts.yml", () => {
   });
 
   it('reads how long a condition over a window must hold before it is true', () => {
-    expect(overTimeWindowS('max_over_time(svc_dependency_up{dependency="postgres"}[20s]) == 0')).toBe(20);
-    expect(overTimeWindowS('avg_over_time(a[1m]) < 0.5 and max_over_time(b[30s]) == 0')).toBe(60);
-    expect(overTimeWindowS('sum(increase(svc_claims_fenced_total[5m])) > 0')).toBe(0);
+    expect(conditionDelayS('max_over_time(svc_dependency_up{dependency="postgres"}[20s]) == 0')).toBe(20);
+    expect(conditionDelayS('avg_over_time(a[1m]) < 0.5 and max_over_time(b[30s]) == 0')).toBe(60);
+    expect(conditionDelayS('sum(increase(svc_claims_fenced_total[5m])) > 0')).toBe(0);
   });
 
   it('gives each alert its for and severity, as the file says', () => {
@@ -28,7 +28,7 @@ describe("the fault suite's reading of ops/prometheus/alerts.yml", () => {
       holdS: 300,
       severity: 'ticket',
     });
-    expect(rules.get('PostgresUnreachable')).toMatchObject({ forS: 0, holdS: 20, severity: 'page' });
+    expect(rules.get('PostgresUnreachable')).toMatchObject({ forS: 10, holdS: 25, severity: 'page' });
     expect(rules.has('api:svc_http_5xx:ratio_rate5m')).toBe(false);
   });
 });
