@@ -142,6 +142,9 @@ async function runScenario(stack: Stack, scenario: Scenario, rules: Map<string, 
   log(`  fault on`);
   await scenario.inject(stack);
   await sleep(Math.max(0, faultStart + scenario.faultS * 1000 - Date.now()));
+  // An alert may resolve while the heal runs (a process started again is gone from the targets
+  // before its successor is up): resolutions count from the heal's start.
+  const healStart = Date.now();
   await scenario.heal(stack);
   const faultEnd = Date.now();
   log(`  fault off after ${secs(faultEnd - faultStart)}`);
@@ -153,7 +156,7 @@ async function runScenario(stack: Stack, scenario: Scenario, rules: Map<string, 
   const pendingAlerts = () =>
     reachable.filter((name) => {
       const fired = notes.some((n) => n.name === name && n.status === 'firing' && n.receivedAt >= faultStart);
-      const resolved = notes.some((n) => n.name === name && n.status === 'resolved' && n.receivedAt >= faultEnd);
+      const resolved = notes.some((n) => n.name === name && n.status === 'resolved' && n.receivedAt >= healStart);
       return fired && !resolved;
     });
   await sleep(AFTER_S * 1000);
@@ -219,12 +222,12 @@ async function runScenario(stack: Stack, scenario: Scenario, rules: Map<string, 
     notes.find((n) => n.name === name && n.status === status && n.receivedAt >= after);
   for (const name of [...new Set(during.map((n) => n.name))]) {
     const fired = firstOf(name, 'firing', startedAt);
-    const resolved = firstOf(name, 'resolved', Math.max(fired?.receivedAt ?? startedAt, faultEnd));
+    const resolved = firstOf(name, 'resolved', Math.max(fired?.receivedAt ?? startedAt, healStart));
     outcome.alerts.push([
       name,
       fired?.severity ?? rules.get(name)?.severity ?? '',
       fired ? `+${secs(fired.receivedAt - faultStart)} after the fault began` : 'was firing before',
-      resolved ? `+${secs(resolved.receivedAt - faultEnd)} after it ended` : 'still firing',
+      resolved ? `+${secs(Math.max(0, resolved.receivedAt - faultEnd))} after it ended` : 'still firing',
       scenario.alerts.includes(name) || scenario.fencedAlert === name ? 'expected' : 'unexpected',
     ]);
     if (scenario.noPage && fired?.severity === 'page') f.push(`paging alert ${name} fired on flapping links`);
@@ -251,7 +254,7 @@ async function runScenario(stack: Stack, scenario: Scenario, rules: Map<string, 
     if (!fired || fired.receivedAt > faultStart + (rule.holdS + EVAL_SLACK_S) * 1000) {
       f.push(`${name} did not fire within ${rule.holdS + EVAL_SLACK_S} s of the fault`);
       if (!fired) outcome.alerts.push([name, rule.severity, 'NOT FIRED', '', 'expected']);
-    } else if (!firstOf(name, 'resolved', faultEnd)) f.push(`${name} did not resolve within ${RESOLVE_BUDGET_S} s`);
+    } else if (!firstOf(name, 'resolved', healStart)) f.push(`${name} did not resolve within ${RESOLVE_BUDGET_S} s`);
   }
   printOutcome(outcome);
   return outcome;
