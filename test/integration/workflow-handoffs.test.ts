@@ -349,3 +349,48 @@ describe('workflow starts and signals on create', () => {
     }
   });
 });
+
+describe('a test-gateway press whose session workflow is gone by the time it is signalled', () => {
+  /** A session with a pending test attempt whose workflow was terminated (neither the Update nor the signal finds it). */
+  async function orphanedAttempt() {
+    const m = await buildMerchant(stack.db);
+    const s = await createSession(stack, m.secretKey, payableBody());
+    const pub = shopper(stack, m.publishableKey);
+    const attempt = (await pub('POST', `/sessions/${s.code}/attempts`, { body: { method: 'test' } })).body;
+    await until(async () => (await historyOf(stack, s.id)).includes('signal attemptStarted'), 'the attempt adopted');
+    await stack.env.client.workflow.getHandle(s.id).terminate('the test');
+    return { pub, attemptId: attempt.attempt_id as string };
+  }
+
+  it('answers 503 with Retry-After and takes the decision back, so the shopper can press again', async () => {
+    const { pub, attemptId } = await orphanedAttempt();
+    const res = await pub('POST', `/test-gateway/${attemptId}/decide`, { body: { decision: 'succeeded' } });
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).toBe('5');
+    expect(res.body.error.code).toBe('service_unavailable');
+    expect(await stack.db('payment_attempts').where({ id: attemptId }).first('status', 'decision')).toEqual({
+      status: 'pending',
+      decision: null,
+    });
+  });
+
+  it('answers the outcome when the attempt was settled meanwhile (a late Update applied, the workflow ended)', async () => {
+    const { pub, attemptId } = await orphanedAttempt();
+    // The workflow's settling, in the press's own write: the attempt succeeds as its decision is recorded.
+    const trigger = `settle_${attemptId.replace(/\W/g, '_')}`;
+    await stack.db.raw(`CREATE FUNCTION ${trigger}() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN NEW.status := 'succeeded'; RETURN NEW; END $$`);
+    await stack.db.raw(`CREATE TRIGGER ${trigger} BEFORE UPDATE OF decision ON payment_attempts FOR EACH ROW
+      WHEN (NEW.id = '${attemptId}' AND NEW.decision IS NOT NULL) EXECUTE FUNCTION ${trigger}()`);
+    try {
+      const res = await pub('POST', `/test-gateway/${attemptId}/decide`, { body: { decision: 'succeeded' } });
+      expect({ status: res.status, body: res.body }).toMatchObject({
+        status: 200,
+        body: { attempt_id: attemptId, status: 'succeeded' },
+      });
+    } finally {
+      await stack.db.raw(`DROP TRIGGER ${trigger} ON payment_attempts`);
+      await stack.db.raw(`DROP FUNCTION ${trigger}()`);
+    }
+  });
+});

@@ -39,7 +39,8 @@ export async function readTestGatewayAttempt(deps: PublicDeps, scope: MerchantSc
  * 003). When the Update fails (a run of the previous release, its 2 s deadline) the decision goes
  * as a signal and the answer says `pending` (the return page hears the outcome). When that fails
  * too, the decision is taken back so the shopper can press again: `503 service_unavailable` with
- * Retry-After (also while the session's workflow is not started yet). Once a button was pressed or
+ * Retry-After (also while the session's workflow is not started yet); unless the attempt was
+ * settled meanwhile (the late Update applied), which answers its status. Once a button was pressed or
  * the shopper came back without one, it is `409 attempt_already_decided`.
  *
  * The durable fallback (the decision written with an `attempt_decided` handoff, delivered by the
@@ -82,8 +83,17 @@ export async function decideTestAttempt(
       signalDecision(deps.temporal, attempt.session_id, attempt.id, decision),
     );
   } catch (err) {
-    // Unrecorded, so the shopper can press again.
-    await deps.db('payment_attempts').where({ id: attempt.id, status: 'pending', decision }).update({ decision: null });
+    // Unrecorded, so the shopper can press again, unless the workflow settled the attempt meanwhile:
+    // an Update that passed its deadline was still applied, and the session's workflow may have
+    // ended with the payment (so the signal found none). The shopper then hears the outcome.
+    const takenBack = await deps
+      .db('payment_attempts')
+      .where({ id: attempt.id, status: 'pending', decision })
+      .update({ decision: null });
+    if (takenBack === 0) {
+      const settled = await deps.db('payment_attempts').where({ id: attempt.id }).first('status');
+      if (settled && settled.status !== 'pending') return answer(settled.status);
+    }
     if (err instanceof WorkflowNotFoundError) throw ApiError.serviceUnavailable();
     throw err;
   }
