@@ -1,5 +1,5 @@
 import { consoleActions } from '../../src/telemetry/console';
-import { buildSeller } from '../helpers/factories';
+import { buildMerchant, buildSeller } from '../helpers/factories';
 import { auditRows, ConsoleBrowser, consoleUser, TestConsoleUser } from '../helpers/console';
 import { SoftwareAuthenticator, strayChallenge } from '../helpers/software-authenticator';
 import { startStack, Stack } from '../helpers/stack';
@@ -192,6 +192,44 @@ describe('Account › Security: registering and removing passkeys', () => {
     // None of the refused asks left a challenge.
     const sessions = stack.db('console_sessions').where({ user_id: user.id }).select('id');
     expect(await stack.db('console_webauthn_challenges').whereIn('session_id', sessions)).toEqual([]);
+  });
+
+  it('is for every role, of a seller or a merchant; every action URL answers 405 to a GET', async () => {
+    const { seller_id } = await buildSeller(stack.db);
+    const merchant = await buildMerchant(stack.db);
+    const users = [
+      ...(await Promise.all(
+        (['owner', 'developer', 'operator', 'viewer'] as const).map((role) =>
+          consoleUser(stack, { sellerId: seller_id }, role),
+        ),
+      )),
+      await consoleUser(stack, { merchantId: merchant.merchantId }, 'viewer'),
+    ];
+    for (const user of users) {
+      const b = await signedIn(user);
+      expect([user.role, (await b.get('/console/account/security')).status]).toEqual([user.role, 200]);
+      const options = await b.post('/console/account/passkeys/options');
+      expect([user.role, options.status]).toEqual([user.role, 200]);
+      const key = new SoftwareAuthenticator(stack.baseUrl);
+      await b.get('/console/account/security');
+      const added = await b.post('/console/account/passkeys', {
+        name: 'Phone',
+        response: JSON.stringify(key.register(JSON.parse(options.text).challenge)),
+      });
+      expect([user.role, added.status]).toEqual([user.role, 201]);
+    }
+    const b = await signedIn(users[0]);
+    const passkey = await stack.db('console_passkeys').where({ user_id: users[0].id }).first('id');
+    for (const path of [
+      '/console/account/passkeys/options',
+      '/console/account/passkeys',
+      `/console/account/passkeys/${passkey.id}/remove`,
+      '/console/sign-in/passkey/options',
+      '/console/sign-in/passkey',
+    ]) {
+      expect([path, (await b.get(path)).status]).toEqual([path, 405]);
+    }
+    expect(await stack.db('console_passkeys').where({ id: passkey.id }).first('id')).toEqual(passkey);
   });
 
   it('needs password and code within 5 minutes to register or remove a passkey', async () => {
