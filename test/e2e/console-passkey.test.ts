@@ -114,10 +114,40 @@ it('an owner adds a passkey on Account › Security and signs in with it as the 
   expect(used.last_used_at).not.toBeNull();
   expect(errors).toEqual([]);
 
+  // Without script the passkey stays out of sight and the code form signs in as ever.
+  const noScript = await browser.newContext({ javaScriptEnabled: false, locale: 'en-US' });
+  const plain = await noScript.newPage();
+  await plain.goto(`${stack.baseUrl}/console/sign-in`);
+  await plain.getByLabel('E-mail').fill(email);
+  await plain.getByLabel('Password').fill(password);
+  await plain.getByRole('button', { name: 'Continue' }).click();
+  await plain.waitForURL('**/console/sign-in/verify');
+  expect(await plain.getByRole('button', { name: 'Use a passkey' }).isVisible()).toBe(false);
+  stack.clock.advance(30_000);
+  await plain.getByLabel('Code').fill(totpCode(secret, stack.clock()));
+  await plain.getByRole('button', { name: 'Verify' }).click();
+  await plain.waitForURL('**/console/orders');
+  await noScript.close();
+
   // Removing it (re-authenticated at sign-in) leaves the code as the second factor.
   await page.getByRole('link', { name: 'Security' }).click();
   await page.getByRole('button', { name: 'Remove Test laptop' }).click();
   await page.getByText('Passkey removed.').waitFor();
   await page.getByText('No passkeys yet.').waitFor();
+
+  // The page in Arabic and Kurdish: right to left, accessible, the passkey form shown by the script.
+  for (const [lang, title] of [
+    ['ar', 'الحساب › الأمان'],
+    ['ku', 'هەژمار › ئاسایش'],
+  ]) {
+    await page.goto(`${stack.baseUrl}/console/account/security?lang=${lang}`);
+    expect([await page.locator('html').getAttribute('dir'), await page.locator('h1').textContent()]).toEqual([
+      'rtl',
+      title,
+    ]);
+    await page.locator('form[data-passkey="register"]').waitFor();
+    await expectAccessible(page);
+  }
+  expect(errors).toEqual([]);
   await context.close();
 });
