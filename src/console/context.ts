@@ -5,6 +5,7 @@ import { LANG_COOKIE, readCookie, writeCookie } from '../hosted/cookies';
 import { Lang, langOf } from '../hosted/i18n';
 import type { Clock } from '../lib/clock';
 import type { Db } from '../db/knex';
+import type { AssetName } from '../hosted/static-assets';
 import type { SecretCipher } from '../webhooks/secret-crypto';
 import { consolePage } from './layout';
 import { ConsoleMessageKey, ct } from './messages';
@@ -50,7 +51,14 @@ export function chooseLang(ctx: Context): Lang {
 }
 
 /** Renders a console page into `ctx`. */
-export function render(ctx: Context, status: number, title: string, content: Html, current?: string): void {
+export function render(
+  ctx: Context,
+  status: number,
+  title: string,
+  content: Html,
+  current?: string,
+  scripts?: AssetName[],
+): void {
   const state = stateOf(ctx);
   const langHref = (lang: Lang) => {
     const params = new URLSearchParams(ctx.querystring);
@@ -62,7 +70,7 @@ export function render(ctx: Context, status: number, title: string, content: Htm
   ctx.status = status;
   ctx.type = 'text/html; charset=utf-8';
   ctx.body = consolePage(
-    { lang: state.lang, title, langHref, user: session?.user ?? null, csrf: state.csrf, current },
+    { lang: state.lang, title, langHref, user: session?.user ?? null, csrf: state.csrf, current, scripts },
     content,
   ).markup;
 }

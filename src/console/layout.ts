@@ -1,6 +1,6 @@
 import { Html, html } from '../hosted/html';
 import { Lang, langInfo, langs } from '../hosted/i18n';
-import { assetUrl } from '../hosted/static-assets';
+import { assetUrl, type AssetName } from '../hosted/static-assets';
 import type { ConsoleUser } from './accounts';
 import { ct } from './messages';
 import { allowed } from './roles';
@@ -16,6 +16,8 @@ export interface ConsoleFrame {
   csrf?: string;
   /** The path of the current section, for `aria-current`. */
   current?: string;
+  /** Scripts of the page (files of ours, `'self'`: the CSP allows no inline script). */
+  scripts?: AssetName[];
 }
 
 /** The hidden CSRF field every state-changing form carries. */
@@ -31,6 +33,7 @@ function nav(frame: ConsoleFrame, user: ConsoleUser): Html {
   }
   if (allowed(user.role, 'users.manage')) links.push(['/console/settings/users', ct(lang, 'nav_users')]);
   if (allowed(user.role, 'audit.read')) links.push(['/console/audit', ct(lang, 'nav_audit')]);
+  links.push(['/console/account/security', ct(lang, 'nav_security')]);
   links.push(['/console/account/sessions', ct(lang, 'nav_sessions')]);
   return html`<nav class="nav" aria-label="${ct(lang, 'console')}">
     <ul>
@@ -57,6 +60,7 @@ export function consolePage(frame: ConsoleFrame, content: Html): Html {
         <meta name="robots" content="noindex" />
         <title>${frame.title} · ${ct(frame.lang, 'console')}</title>
         <link rel="stylesheet" href="${assetUrl('console.css')}" />
+        ${(frame.scripts ?? []).map((name) => html`<script src="${assetUrl(name)}" defer></script>`)}
       </head>
       <body>
         <a class="skip" href="#main">${ct(frame.lang, 'skip')}</a>

@@ -26,6 +26,7 @@ import {
   SESSION_COOKIE,
   sessionCsrfToken,
 } from './security';
+import * as passkeys from './passkey-pages';
 import * as products from './product-pages';
 import * as seller from './seller-pages';
 import * as users from './user-pages';
@@ -156,8 +157,10 @@ export function consoleStack(deps: ConsoleDeps): Middleware {
   r.get('/', guard(deps, home));
   r.get('/sign-in', (ctx) => auth.signInPage(ctx));
   r.post('/sign-in', open(auth.signIn));
-  r.get('/sign-in/verify', (ctx) => auth.verifyPage(ctx));
+  r.get('/sign-in/verify', open(auth.verifyPage));
   r.post('/sign-in/verify', open(auth.verify));
+  r.post('/sign-in/passkey/options', open(auth.passkeyOptions));
+  r.post('/sign-in/passkey', open(auth.verifyPasskey));
   r.post('/sign-out', open(auth.signOut));
   r.get('/invite/:token', open(auth.invitePage));
   r.post('/invite/:token', open(auth.inviteAccept));
@@ -166,6 +169,14 @@ export function consoleStack(deps: ConsoleDeps): Middleware {
     guard(deps, (_d, ctx) => auth.reauthPage(ctx)),
   );
   r.post('/reauth', guard(deps, auth.reauth));
+  const security = { reauth: passkeys.SECURITY_PATH } as const;
+  r.get(
+    '/account/security',
+    guard(deps, (d, ctx) => passkeys.securityPage(d, ctx)),
+  );
+  r.post('/account/passkeys/options', guard(deps, passkeys.registrationOptionsRoute, security));
+  r.post('/account/passkeys', guard(deps, passkeys.addPasskey, security));
+  r.post('/account/passkeys/:passkeyId/remove', guard(deps, passkeys.deletePasskey, security));
   r.get('/account/sessions', guard(deps, sessionsPage));
   r.post('/account/sessions/:sessionId/revoke', guard(deps, revokeOwnSession));
   r.get('/audit', guard(deps, auditLogPage, { action: 'audit.read' }));
