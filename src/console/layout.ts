@@ -46,6 +46,7 @@ function nav(frame: ConsoleFrame, user: ConsoleUser): Html {
   if (user.merchant_id) {
     links.push(['/console/developers/webhooks', ct(lang, 'nav_webhooks')]);
     links.push(['/console/developers/keys', ct(lang, 'nav_api_keys')]);
+    links.push(['/console/developers/events', ct(lang, 'nav_events')]);
   }
   if (allowed(user.role, 'users.manage')) links.push(['/console/settings/users', ct(lang, 'nav_users')]);
   if (allowed(user.role, 'audit.read')) links.push(['/console/audit', ct(lang, 'nav_audit')]);

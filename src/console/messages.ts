@@ -2,6 +2,14 @@ import { langInfo, type Lang } from '../hosted/i18n';
 
 /** The console's English messages; `{name}` marks a value filled in when rendering. */
 const en = {
+  nav_events: 'Events',
+  events_title: 'Developers › Events',
+  only_undelivered: 'Only events an endpoint has not had delivered',
+  filter: 'Filter',
+  no_events: 'No events in the last 30 days match.',
+  payload: 'Payload',
+  next_page: 'Older events',
+  bad_cursor: 'That page link is not valid any more; start from the first page.',
   nav_webhooks: 'Webhooks',
   nav_api_keys: 'API keys',
   switch_to_live: 'Switch to live mode',
@@ -221,6 +229,14 @@ export type ConsoleMessageKey = keyof typeof en;
 type ConsoleMessages = Record<ConsoleMessageKey, string>;
 
 const ar: ConsoleMessages = {
+  nav_events: 'الأحداث',
+  events_title: 'المطورون › الأحداث',
+  only_undelivered: 'الأحداث التي لم تُسلَّم إلى نقطة استقبال فقط',
+  filter: 'تصفية',
+  no_events: 'لا أحداث مطابقة في آخر 30 يومًا.',
+  payload: 'المحتوى',
+  next_page: 'أحداث أقدم',
+  bad_cursor: 'رابط الصفحة هذا لم يعد صالحًا؛ ابدأ من الصفحة الأولى.',
   nav_webhooks: 'خطافات الويب',
   nav_api_keys: 'مفاتيح API',
   switch_to_live: 'التبديل إلى الوضع الحقيقي',
@@ -437,6 +453,14 @@ const ar: ConsoleMessages = {
 };
 
 const ku: ConsoleMessages = {
+  nav_events: 'ڕووداوەکان',
+  events_title: 'پەرەپێدەران › ڕووداوەکان',
+  only_undelivered: 'تەنها ئەو ڕووداوانەی نەگەیەندراون بۆ خاڵێک',
+  filter: 'پاڵاوتن',
+  no_events: 'هیچ ڕووداوێک لە 30 ڕۆژی ڕابردوودا ناگونجێت.',
+  payload: 'ناوەڕۆک',
+  next_page: 'ڕووداوە کۆنترەکان',
+  bad_cursor: 'ئەم بەستەرەی پەڕە چیتر دروست نییە؛ لە پەڕەی یەکەمەوە دەست پێبکە.',
   nav_webhooks: 'وێب‌هووکەکان',
   nav_api_keys: 'کلیلەکانی API',
   switch_to_live: 'گۆڕین بۆ دۆخی ڕاستەقینە',

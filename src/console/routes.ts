@@ -32,6 +32,7 @@ import * as users from './user-pages';
 import * as merchantKeys from './merchant-key-pages';
 import { API_KEYS } from './merchant-key-pages';
 import * as webhooks from './webhook-pages';
+import * as events from './event-pages';
 import { WEBHOOKS } from './webhook-pages';
 import { recentlyReauthenticated, sessionOf } from './sessions';
 
@@ -267,6 +268,8 @@ export function consoleStack(deps: ConsoleDeps): Middleware {
   r.post('/developers/webhooks/:endpointId/test', guard(deps, webhooks.testEventAction, hooks));
   r.post('/developers/webhooks/:endpointId/deliveries/:eventId/resend', guard(deps, webhooks.resendAction, hooks));
   r.post('/developers/webhooks/:endpointId/recover', guard(deps, webhooks.recoverAction, hooks));
+
+  r.get('/developers/events', guard(deps, events.eventsPage, { tenant: 'merchant' }));
 
   const checkoutKeys = { tenant: 'merchant', action: 'checkout_keys.manage' } as const;
   r.get(

@@ -14,6 +14,7 @@ const env = useWebhookStack();
 const steps = webhookSteps(() => env.stack);
 const WEBHOOKS = '/console/developers/webhooks';
 const KEYS = '/console/developers/keys';
+const EVENTS = '/console/developers/events';
 
 const browser = () => new ConsoleBrowser(env.stack);
 async function signedIn(user: TestConsoleUser) {
@@ -261,6 +262,28 @@ describe('Developers › API keys', () => {
   });
 });
 
+describe('Developers › Events', () => {
+  it('lists the 30-day event log of this mode newest first, filtered by type or by undelivered, each with its payload escaped', async () => {
+    const m = await buildMerchant(env.stack.db);
+    const endpoint = await steps.createEndpoint(m.secretKey, env.receiver.url('/events'));
+    const completed = await steps.sendTest(m.secretKey, endpoint.id, 'checkout.session.completed');
+    const refunded = await steps.sendTest(m.secretKey, endpoint.id, 'refund.succeeded');
+    const b = await signedIn(await consoleUser(env.stack, { merchantId: m.merchantId }, 'viewer'));
+    const all = await b.get(EVENTS);
+    expect(all.status).toBe(200);
+    expect(all.text.indexOf(refunded)).toBeLessThan(all.text.indexOf(completed));
+    expect(all.text).toContain('&quot;type&quot;: &quot;checkout.session.completed&quot;');
+    const byType = await b.get(`${EVENTS}?type=refund.succeeded`);
+    expect([byType.text.includes(refunded), byType.text.includes(completed)]).toEqual([true, false]);
+    // Nothing has failed yet: the undelivered filter shows none.
+    expect((await b.get(`${EVENTS}?failed=1`)).text).not.toContain(completed);
+    expect((await b.get(`${EVENTS}?cursor=not-a-cursor`)).status).toBe(422);
+    // The live mode has none of the test events.
+    await b.post('/console/mode', { mode: 'live' });
+    expect((await b.get(EVENTS)).text).not.toContain(completed);
+  });
+});
+
 describe('merchant route × role matrix', () => {
   const ROLES = ['owner', 'developer', 'operator', 'viewer'] as const;
   interface Fixture {
@@ -413,7 +436,7 @@ describe('merchant route × role matrix', () => {
     const f = await fixture();
     for (const role of ROLES) {
       const b = await signedIn(await consoleUser(env.stack, { merchantId: f.merchantId }, role));
-      const pages = [WEBHOOKS, `${WEBHOOKS}/${f.endpointId}`, KEYS];
+      const pages = [WEBHOOKS, `${WEBHOOKS}/${f.endpointId}`, KEYS, EVENTS];
       for (const p of pages) expect([role, p, (await b.get(p)).status]).toEqual([role, p, 200]);
       expect([role, (await b.post('/console/mode', { mode: 'live', next: KEYS })).status]).toEqual([role, 303]);
     }
@@ -421,5 +444,7 @@ describe('merchant route × role matrix', () => {
     const s = await signedIn(await consoleUser(env.stack, { sellerId: seller.seller_id }, 'owner'));
     await s.get('/console/orders');
     expect((await s.post('/console/mode', { mode: 'live' })).status).toBe(403);
+    for (const p of [KEYS, EVENTS, `${WEBHOOKS}/${f.endpointId}`])
+      expect([p, (await s.get(p)).status]).toEqual([p, 403]);
   });
 });
