@@ -62,7 +62,8 @@ export const ROLL_MAX_EXPIRY_SECONDS = 7 * 86_400;
 /**
  * Rolls a Checkout key: a new key of the same merchant, mode, type and scopes (shown once, stored
  * hashed), and the old one stops `expiresInSeconds` from now (0: at once), never later than an
- * expiry it already had. A revoked or expired key, or another merchant's or mode's, is `key_not_found`.
+ * expiry it already had. A revoked or expired key, a hosted page key, or another merchant's or
+ * mode's, is `key_not_found`.
  */
 export async function rollCheckoutKey(
   db: Db,
@@ -78,6 +79,10 @@ export async function rollCheckoutKey(
     const old = await trx('checkout_keys')
       .where({ id: input.keyId, merchant_id: input.merchantId, mode: input.mode })
       .where((q) => q.whereNull('revoked_at').orWhere('revoked_at', '>', trx.fn.now()))
+      // The hosted page's own key is replaced by the service when revoked, never rolled.
+      .whereNotExists((q) =>
+        q.select(trx.raw('1')).from('hosted_page_keys as h').whereRaw('h.key_id = checkout_keys.id'),
+      )
       .forUpdate()
       .first('id', 'type', 'scopes');
     if (!old) throw new OpsError('key_not_found', `no live checkout key ${input.keyId}`);

@@ -250,6 +250,22 @@ describe('Developers › API keys', () => {
     expect(audit).toContain('checkout_key_roll');
   });
 
+  it('the hosted page’s own key is neither listed nor rolled', async () => {
+    const m = await buildMerchant(env.stack.db);
+    const hostedId = parseKey(m.publishableKey)!.keyId;
+    await env.stack.db('hosted_page_keys').insert({
+      merchant_id: m.merchantId,
+      mode: 'test',
+      key_id: hostedId,
+      key_ciphertext: 'sealed elsewhere',
+      created_at: new Date(),
+    });
+    const b = await signedIn(await consoleUser(env.stack, { merchantId: m.merchantId }, 'owner'));
+    expect((await b.get(KEYS)).text).not.toContain(hostedId);
+    expect((await b.post(`${KEYS}/${hostedId}/roll`, { expires_in: '0' })).status).toBe(403);
+    expect((await env.stack.db('checkout_keys').where({ id: hostedId }).first()).revoked_at).toBeNull();
+  });
+
   it('creating a key needs password and code again', async () => {
     const m = await buildMerchant(env.stack.db);
     const user = await consoleUser(env.stack, { merchantId: m.merchantId }, 'owner');
