@@ -14,7 +14,7 @@ import { replayWindow } from '../webhooks/replay-window';
 import { endpointIn, endpointPatch, replayIn } from '../webhooks/schemas';
 import { sendTestEvent } from '../webhooks/test-event';
 import { audit } from './audit';
-import { ConsoleDeps, forbidden, render, stateOf } from './context';
+import { ConsoleDeps, forbidden, notFound, render, stateOf } from './context';
 import { csrfField, notice } from './layout';
 import { ConsoleMessageKey, ct } from './messages';
 
@@ -153,7 +153,8 @@ export async function endpointPage(deps: ConsoleDeps, ctx: Context, opts: PageOp
   try {
     e = await getEndpoint(deps.webhooks, scope, String(ctx.params.endpointId));
   } catch (err) {
-    if (err instanceof ApiError && err.status === 404) return forbidden(ctx);
+    // As the seller pages: a page of another tenant's (or mode's) object is 404, an action on it 403.
+    if (err instanceof ApiError && err.status === 404) return notFound(ctx);
     throw err;
   }
   const deliveries: DeliveryRow[] = await deps

@@ -50,7 +50,7 @@ describe('test and live mode', () => {
     expect(live.text).not.toContain('id="test-mode-banner"');
     expect(live.text).not.toContain(testEndpoint.id);
     // The test endpoint does not exist in live mode.
-    expect((await b.get(`${WEBHOOKS}/${testEndpoint.id}`)).status).toBe(403);
+    expect((await b.get(`${WEBHOOKS}/${testEndpoint.id}`)).status).toBe(404);
     expect((await b.get(KEYS)).text).not.toContain(m.secretKeyId);
 
     const created = await b.post(WEBHOOKS, {
