@@ -178,6 +178,14 @@ describe('Developers › Webhooks', () => {
     expect((await b.post(`${base}/recover`, { since })).status).toBe(409);
     await b.post(`${base}/enable`);
     expect((await endpointsOf(m.merchantId))[0].status).toBe('enabled');
+    // Disabled by the service after days of failures: the page says so and what to do.
+    await env.stack
+      .db('webhook_endpoints')
+      .where({ id: endpoint.id })
+      .update({ status: 'disabled', disabled_reason: 'delivery_failures' });
+    expect((await b.get(base)).text).toContain(
+      'This endpoint was disabled after every delivery failed for days (delivery_failures). Fix the receiver, enable it',
+    );
   });
 
   it('rotating the secret needs password and code again; the new secret is shown once with the old one’s overlap end', async () => {
