@@ -78,7 +78,16 @@ export function render(
   ctx.status = status;
   ctx.type = 'text/html; charset=utf-8';
   ctx.body = consolePage(
-    { lang: state.lang, title, langHref, user: session?.user ?? null, csrf: state.csrf, current, scripts, mode: state.mode },
+    {
+      lang: state.lang,
+      title,
+      langHref,
+      user: session?.user ?? null,
+      csrf: state.csrf,
+      current,
+      scripts,
+      mode: state.mode,
+    },
     content,
   ).markup;
 }
