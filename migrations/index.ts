@@ -30,6 +30,7 @@ import * as undeliveredBackfill from './20261126050000_undelivered_backfill';
 import * as deliveryTenantDrop from './20261127120000_delivery_tenant_drop';
 import * as consoleAccounts from './20261127140000_console_accounts';
 import * as endpointWatches from './20261127180000_endpoint_watches';
+import * as consolePasskeys from './20261127190000_console_passkeys';
 
 /**
  * When a migration runs in a release that rolls under load (docs/operations.md, "Releasing"):
@@ -89,6 +90,7 @@ export const migrations: MigrationList = [
   ['20261127120000_delivery_tenant_drop', deliveryTenantDrop],
   ['20261127140000_console_accounts', consoleAccounts],
   ['20261127180000_endpoint_watches', endpointWatches],
+  ['20261127190000_console_passkeys', consolePasskeys],
 ];
 
 /**

@@ -9,6 +9,7 @@ import { ct } from './messages';
 import { passwordProblem } from './passwords';
 import { SESSION_COOKIE, setHostCookie, sessionCsrfToken } from './security';
 import { totpUri } from './totp';
+import { authenticatePasskey, authenticationOptions, hasPasskey, relyingParty } from './passkeys';
 import { completeSession, markReauthenticated, REAUTH_WINDOW_MS, revokeSession, startSession } from './sessions';
 
 /** Sign-in tries counted per e-mail and per client IP, each in fixed 15-minute windows. */
@@ -94,30 +95,20 @@ export async function signIn(deps: ConsoleDeps, ctx: Context) {
   ctx.redirect('/console/sign-in/verify');
 }
 
-function codeForm(
-  ctx: Context,
-  status: number,
-  action: string,
-  title: string,
-  help: string,
-  error: string | null,
-  withPassword = false,
-) {
+/** Re-authentication's form: password and a code, returning to `next`. */
+function reauthForm(ctx: Context, status: number, next: string, error: string | null) {
   const { lang, csrf } = stateOf(ctx);
   render(
     ctx,
     status,
-    title,
+    ct(lang, 'reauth_title'),
     html`${notice('error', error)}
-      <p>${help}</p>
-      <form method="post" action="${action}" class="stack">
+      <p>${ct(lang, 'reauth_help', { minutes: REAUTH_WINDOW_MS / 60_000 })}</p>
+      <form method="post" action="/console/reauth?next=${encodeURIComponent(next)}" class="stack">
         ${csrfField(csrf)}
-        ${
-          withPassword &&
-          html`<label
-            >${ct(lang, 'password')} <input type="password" name="password" autocomplete="current-password" required
-          /></label>`
-        }
+        <label
+          >${ct(lang, 'password')} <input type="password" name="password" autocomplete="current-password" required
+        /></label>
         <label
           >${ct(lang, 'code')} <input type="text" name="code" inputmode="numeric" autocomplete="one-time-code" required
         /></label>
@@ -126,35 +117,78 @@ function codeForm(
   );
 }
 
-export function verifyPage(ctx: Context) {
-  const { lang, session } = stateOf(ctx);
-  if (session?.complete) return ctx.redirect('/console');
-  if (!session) return message(ctx, 401, 'sign_in', 'expired_step');
-  codeForm(ctx, 200, '/console/sign-in/verify', ct(lang, 'verify_title'), ct(lang, 'verify_help'), null);
+/**
+ * The sign-in's second step: the code form, and for a user with a passkey a passkey form (hidden
+ * until the page's script finds the browser can use passkeys; the code form needs no script).
+ */
+async function secondStepPage(deps: ConsoleDeps, ctx: Context, status: number, error: string | null) {
+  const { lang, csrf, session } = stateOf(ctx);
+  const withPasskey = await hasPasskey(deps.db, session!.user.id);
+  render(
+    ctx,
+    status,
+    ct(lang, 'verify_title'),
+    html`${notice('error', error)}
+      ${
+        withPasskey &&
+        html`<section data-passkey-section hidden>
+          <form
+            method="post"
+            action="/console/sign-in/passkey"
+            class="stack"
+            data-passkey="authenticate"
+            data-options="/console/sign-in/passkey/options"
+            data-failed="${ct(lang, 'passkey_failed')}"
+          >
+            ${csrfField(csrf)}
+            <input type="hidden" name="response" value="" />
+            <p>${ct(lang, 'passkey_sign_in')}</p>
+            <p class="notice notice-error" role="alert" data-passkey-status hidden></p>
+            <button type="submit">${ct(lang, 'use_passkey')}</button>
+          </form>
+        </section>`
+      }
+      <p>${ct(lang, 'verify_help')}</p>
+      <form method="post" action="/console/sign-in/verify" class="stack">
+        ${csrfField(csrf)}
+        <label
+          >${ct(lang, 'code')} <input type="text" name="code" inputmode="numeric" autocomplete="one-time-code" required
+        /></label>
+        <button type="submit">${ct(lang, 'verify')}</button>
+      </form>`,
+    undefined,
+    withPasskey ? ['simplewebauthn-browser.js', 'console-passkeys.js'] : undefined,
+  );
 }
 
-export async function verify(deps: ConsoleDeps, ctx: Context) {
-  const { lang, session } = stateOf(ctx);
-  const now = deps.clock();
-  if (!session || session.complete) return message(ctx, 401, 'sign_in', 'expired_step');
+export async function verifyPage(deps: ConsoleDeps, ctx: Context) {
+  const { session } = stateOf(ctx);
+  if (session?.complete) return ctx.redirect('/console');
+  if (!session) return message(ctx, 401, 'sign_in', 'expired_step');
+  await secondStepPage(deps, ctx, 200, null);
+}
+
+/**
+ * A second-factor try of the session waiting for one: counted (SIGN_IN_LIMITS.perSession; past
+ * the limit the session ends, 429); false when the request was answered here.
+ */
+async function secondFactorAllowed(deps: ConsoleDeps, ctx: Context, now: Date): Promise<boolean> {
+  const { session } = stateOf(ctx);
+  if (!session || session.complete) {
+    message(ctx, 401, 'sign_in', 'expired_step');
+    return false;
+  }
   const tries = await hit(deps.db, `console-2fa:${session.id}`, SIGN_IN_LIMITS.perSession, now);
-  if (!tries.allowed) {
-    await audit(deps.db, ctx, { user: session.user, action: 'second_factor', outcome: 'denied', at: now });
-    await revokeSession(deps.db, session.user.id, session.id, now);
-    return throttled(ctx, tries.retryAfter, () => message(ctx, 429, 'sign_in', 'expired_step'));
-  }
-  const factor = await checkSecondFactor(deps.db, deps.cipher, session.user.id, field(ctx, 'code'), now);
-  if (!factor) {
-    await audit(deps.db, ctx, { user: session.user, action: 'second_factor', outcome: 'failed', at: now });
-    return codeForm(
-      ctx,
-      401,
-      '/console/sign-in/verify',
-      ct(lang, 'verify_title'),
-      ct(lang, 'verify_help'),
-      ct(lang, 'bad_code'),
-    );
-  }
+  if (tries.allowed) return true;
+  await audit(deps.db, ctx, { user: session.user, action: 'second_factor', outcome: 'denied', at: now });
+  await revokeSession(deps.db, session.user.id, session.id, now);
+  throttled(ctx, tries.retryAfter, () => message(ctx, 429, 'sign_in', 'expired_step'));
+  return false;
+}
+
+/** The second factor was given: the session opens under a new token, and the sign-in is in the audit log. */
+async function completeSignIn(deps: ConsoleDeps, ctx: Context, now: Date, detail: Record<string, unknown>) {
+  const session = stateOf(ctx).session!;
   const token = await completeSession(deps.db, session.id, now);
   setSessionCookie(ctx, token);
   await audit(deps.db, ctx, {
@@ -162,11 +196,65 @@ export async function verify(deps: ConsoleDeps, ctx: Context) {
     action: 'sign_in',
     outcome: 'success',
     target: session.id,
-    detail: { factor },
+    detail,
     at: now,
   });
   ctx.status = 303;
   ctx.redirect('/console');
+}
+
+export async function verify(deps: ConsoleDeps, ctx: Context) {
+  const { lang } = stateOf(ctx);
+  const now = deps.clock();
+  if (!(await secondFactorAllowed(deps, ctx, now))) return;
+  const session = stateOf(ctx).session!;
+  const factor = await checkSecondFactor(deps.db, deps.cipher, session.user.id, field(ctx, 'code'), now);
+  if (!factor) {
+    await audit(deps.db, ctx, { user: session.user, action: 'second_factor', outcome: 'failed', at: now });
+    return secondStepPage(deps, ctx, 401, ct(lang, 'bad_code'));
+  }
+  await completeSignIn(deps, ctx, now, { factor });
+}
+
+/** The options for signing in with a passkey (JSON), for the session waiting for its second factor. */
+export async function passkeyOptions(deps: ConsoleDeps, ctx: Context) {
+  const { session } = stateOf(ctx);
+  if (!session || session.complete) return message(ctx, 401, 'sign_in', 'expired_step');
+  const options = await authenticationOptions(
+    deps.db,
+    relyingParty(deps.origin),
+    session.user.id,
+    session.id,
+    deps.clock(),
+  );
+  if (!options) return message(ctx, 404, 'not_found_title', 'not_found_body');
+  ctx.status = 200;
+  ctx.body = options;
+}
+
+/** A passkey's assertion as the second factor: counted as a code is, and on success the same as a code. */
+export async function verifyPasskey(deps: ConsoleDeps, ctx: Context) {
+  const { lang } = stateOf(ctx);
+  const now = deps.clock();
+  if (!(await secondFactorAllowed(deps, ctx, now))) return;
+  const session = stateOf(ctx).session!;
+  const result = await authenticatePasskey(deps.db, relyingParty(deps.origin), {
+    userId: session.user.id,
+    sessionId: session.id,
+    response: field(ctx, 'response'),
+    now,
+  });
+  if (!result.ok) {
+    await audit(deps.db, ctx, {
+      user: session.user,
+      action: 'second_factor',
+      outcome: 'failed',
+      detail: { factor: 'passkey', reason: result.reason },
+      at: now,
+    });
+    return secondStepPage(deps, ctx, 401, ct(lang, 'passkey_failed'));
+  }
+  await completeSignIn(deps, ctx, now, { factor: 'passkey', passkey_id: result.passkeyId });
 }
 
 export async function signOut(deps: ConsoleDeps, ctx: Context) {
@@ -191,17 +279,7 @@ const safeNext = (next: unknown) =>
   typeof next === 'string' && /^\/console(\/[A-Za-z0-9/_-]*)?$/.test(next) ? next : '/console';
 
 export function reauthPage(ctx: Context) {
-  const { lang } = stateOf(ctx);
-  const next = safeNext(ctx.query.next);
-  codeForm(
-    ctx,
-    200,
-    `/console/reauth?next=${encodeURIComponent(next)}`,
-    ct(lang, 'reauth_title'),
-    ct(lang, 'reauth_help', { minutes: REAUTH_WINDOW_MS / 60_000 }),
-    null,
-    true,
-  );
+  reauthForm(ctx, 200, safeNext(ctx.query.next), null);
 }
 
 export async function reauth(deps: ConsoleDeps, ctx: Context) {
@@ -209,16 +287,7 @@ export async function reauth(deps: ConsoleDeps, ctx: Context) {
   const s = session!;
   const now = deps.clock();
   const next = safeNext(ctx.query.next);
-  const again = (status: number, error: string) =>
-    codeForm(
-      ctx,
-      status,
-      `/console/reauth?next=${encodeURIComponent(next)}`,
-      ct(lang, 'reauth_title'),
-      ct(lang, 'reauth_help', { minutes: REAUTH_WINDOW_MS / 60_000 }),
-      error,
-      true,
-    );
+  const again = (status: number, error: string) => reauthForm(ctx, status, next, error);
   const tries = await hit(deps.db, `console-2fa:${s.id}`, SIGN_IN_LIMITS.perSession, now);
   if (!tries.allowed)
     return throttled(ctx, tries.retryAfter, () =>

@@ -5,6 +5,9 @@ import { LANG_COOKIE, readCookie, writeCookie } from '../hosted/cookies';
 import { Lang, langOf } from '../hosted/i18n';
 import type { Clock } from '../lib/clock';
 import type { Db } from '../db/knex';
+import type { AssetName } from '../hosted/static-assets';
+import type { KeyMode } from '../keys/keys';
+import type { WebhookDeps } from '../webhooks/deps';
 import type { SecretCipher } from '../webhooks/secret-crypto';
 import { consolePage } from './layout';
 import { ConsoleMessageKey, ct } from './messages';
@@ -20,6 +23,10 @@ export interface ConsoleDeps {
   origin: string;
   /** The Partner API environment this process serves: a key made here is of its mode. */
   partnerEnvironment: 'sandbox' | 'live';
+  /** A live Checkout key may be made (WEBHOOK_SECRET_KEY is set: secrets are not sealed with the public development key). */
+  liveKeysAllowed: boolean;
+  /** The webhook API's services' dependencies: merchant pages call the same services. */
+  webhooks: WebhookDeps;
 }
 
 /** Per request, set by the stack's middleware. */
@@ -29,6 +36,8 @@ export interface ConsoleState {
   /** The CSRF token for forms on this page (session-bound, or the pre-session cookie's). */
   csrf: string;
   form: URLSearchParams;
+  /** The merchant pages' mode (the `__Host-console_mode` preference; test unless set to live). */
+  mode: KeyMode;
 }
 
 export const stateOf = (ctx: Context): ConsoleState => ctx.state.console as ConsoleState;
@@ -50,7 +59,14 @@ export function chooseLang(ctx: Context): Lang {
 }
 
 /** Renders a console page into `ctx`. */
-export function render(ctx: Context, status: number, title: string, content: Html, current?: string): void {
+export function render(
+  ctx: Context,
+  status: number,
+  title: string,
+  content: Html,
+  current?: string,
+  scripts?: AssetName[],
+): void {
   const state = stateOf(ctx);
   const langHref = (lang: Lang) => {
     const params = new URLSearchParams(ctx.querystring);
@@ -62,7 +78,16 @@ export function render(ctx: Context, status: number, title: string, content: Htm
   ctx.status = status;
   ctx.type = 'text/html; charset=utf-8';
   ctx.body = consolePage(
-    { lang: state.lang, title, langHref, user: session?.user ?? null, csrf: state.csrf, current },
+    {
+      lang: state.lang,
+      title,
+      langHref,
+      user: session?.user ?? null,
+      csrf: state.csrf,
+      current,
+      scripts,
+      mode: state.mode,
+    },
     content,
   ).markup;
 }

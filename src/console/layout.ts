@@ -1,6 +1,6 @@
 import { Html, html } from '../hosted/html';
 import { Lang, langInfo, langs } from '../hosted/i18n';
-import { assetUrl } from '../hosted/static-assets';
+import { assetUrl, type AssetName } from '../hosted/static-assets';
 import type { ConsoleUser } from './accounts';
 import { ct } from './messages';
 import { allowed } from './roles';
@@ -16,10 +16,26 @@ export interface ConsoleFrame {
   csrf?: string;
   /** The path of the current section, for `aria-current`. */
   current?: string;
+  /** Scripts of the page (files of ours, `'self'`: the CSP allows no inline script). */
+  scripts?: AssetName[];
+  /** The merchant pages' mode: a merchant's user sees the switch, and in test mode a banner on every page. */
+  mode?: 'test' | 'live';
 }
 
 /** The hidden CSRF field every state-changing form carries. */
 export const csrfField = (token: string): Html => html`<input type="hidden" name="${CSRF_FIELD}" value="${token}" />`;
+
+/** The test/live switch: a form post (the preference cookie), back to the same page. */
+function modeSwitch(frame: ConsoleFrame): Html {
+  const { lang } = frame;
+  const other = frame.mode === 'live' ? 'test' : 'live';
+  return html`<form method="post" action="/console/mode" class="inline">
+    ${csrfField(frame.csrf ?? '')}
+    <input type="hidden" name="mode" value="${other}" />
+    <input type="hidden" name="next" value="${frame.current ?? '/console'}" />
+    <button type="submit" class="link">${ct(lang, other === 'live' ? 'switch_to_live' : 'switch_to_test')}</button>
+  </form>`;
+}
 
 function nav(frame: ConsoleFrame, user: ConsoleUser): Html {
   const { lang } = frame;
@@ -29,8 +45,14 @@ function nav(frame: ConsoleFrame, user: ConsoleUser): Html {
     links.push(['/console/products', ct(lang, 'nav_products')]);
     links.push(['/console/settings/integrations', ct(lang, 'nav_integrations')]);
   }
+  if (user.merchant_id) {
+    links.push(['/console/developers/webhooks', ct(lang, 'nav_webhooks')]);
+    links.push(['/console/developers/keys', ct(lang, 'nav_api_keys')]);
+    links.push(['/console/developers/events', ct(lang, 'nav_events')]);
+  }
   if (allowed(user.role, 'users.manage')) links.push(['/console/settings/users', ct(lang, 'nav_users')]);
   if (allowed(user.role, 'audit.read')) links.push(['/console/audit', ct(lang, 'nav_audit')]);
+  links.push(['/console/account/security', ct(lang, 'nav_security')]);
   links.push(['/console/account/sessions', ct(lang, 'nav_sessions')]);
   return html`<nav class="nav" aria-label="${ct(lang, 'console')}">
     <ul>
@@ -39,6 +61,7 @@ function nav(frame: ConsoleFrame, user: ConsoleUser): Html {
           html`<li><a href="${href}" ${frame.current === href ? html`aria-current="page"` : ''}>${label}</a></li>`,
       )}
     </ul>
+    ${user.merchant_id && modeSwitch(frame)}
     <form method="post" action="/console/sign-out" class="inline">
       ${csrfField(frame.csrf ?? '')}
       <button type="submit" class="link">${ct(lang, 'sign_out')}</button>
@@ -57,6 +80,7 @@ export function consolePage(frame: ConsoleFrame, content: Html): Html {
         <meta name="robots" content="noindex" />
         <title>${frame.title} · ${ct(frame.lang, 'console')}</title>
         <link rel="stylesheet" href="${assetUrl('console.css')}" />
+        ${(frame.scripts ?? []).map((name) => html`<script src="${assetUrl(name)}" defer></script>`)}
       </head>
       <body>
         <a class="skip" href="#main">${ct(frame.lang, 'skip')}</a>
@@ -86,6 +110,13 @@ export function consolePage(frame: ConsoleFrame, content: Html): Html {
           </nav>
         </header>
         ${frame.user && nav(frame, frame.user)}
+        ${
+          frame.user?.merchant_id &&
+          frame.mode !== 'live' &&
+          html`<p class="notice notice-error test-banner" role="status" id="test-mode-banner">
+            ${ct(frame.lang, 'test_mode_banner')}
+          </p>`
+        }
         <main id="main" class="main">
           <h1>${frame.title}</h1>
           ${content}

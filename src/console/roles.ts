@@ -12,6 +12,10 @@ export const may = {
   'products.submit': ['owner', 'operator'],
   /** The tenant's users: list, invite, change a role. */
   'users.manage': ['owner'],
+  /** Merchant webhook endpoints: create, edit, disable/enable, rotate the secret, test, resend, recover. */
+  'webhooks.manage': ['owner', 'developer'],
+  /** Merchant Checkout API keys: create, roll, revoke. */
+  'checkout_keys.manage': ['owner', 'developer'],
   /** The tenant's audit log. */
   'audit.read': ['owner'],
 } as const satisfies Record<string, readonly ConsoleRole[]>;

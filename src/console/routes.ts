@@ -1,7 +1,6 @@
 import Router from '@koa/router';
 import compose from 'koa-compose';
 import type { Context, Middleware } from 'koa';
-import { html } from '../hosted/html';
 import { readCookie } from '../hosted/cookies';
 import { readLimited } from '../http/body';
 import { checkoutRequestId } from '../http/request-id';
@@ -12,23 +11,30 @@ import { log } from '../lib/log';
 import { webhookRuntime } from '../webhooks/runtime';
 import { consoleActions } from '../telemetry/console';
 import { auditLogPage, revokeOwnSession, sessionsPage } from './account-pages';
-import { ConsoleDeps, ConsoleState, chooseLang, forbidden, message, render, stateOf } from './context';
+import { ConsoleDeps, ConsoleState, chooseLang, forbidden, message, stateOf } from './context';
 import * as auth from './auth-pages';
-import { ct } from './messages';
 import { allowed, ConsoleAction } from './roles';
 import {
   csrfMatches,
   CSRF_FIELD,
+  MODE_COOKIE,
   PRE_SESSION_CSRF_COOKIE,
   preSessionCsrfToken,
   sameOrigin,
   securityHeaders,
   SESSION_COOKIE,
   sessionCsrfToken,
+  setHostCookie,
 } from './security';
+import * as passkeys from './passkey-pages';
 import * as products from './product-pages';
 import * as seller from './seller-pages';
 import * as users from './user-pages';
+import * as merchantKeys from './merchant-key-pages';
+import { API_KEYS } from './merchant-key-pages';
+import * as webhooks from './webhook-pages';
+import * as events from './event-pages';
+import { WEBHOOKS } from './webhook-pages';
 import { recentlyReauthenticated, sessionOf } from './sessions';
 
 export const CONSOLE_PREFIX = '/console';
@@ -41,7 +47,8 @@ const consoleErrors: Middleware = async (ctx, next) => {
   } catch (err) {
     const unavailable = dependencyUnavailable(ctx, err);
     if (!unavailable) log.error('console page failed', { method: ctx.method, route: routeTemplate(ctx), error: err });
-    if (!ctx.state.console) ctx.state.console = { lang: 'en', session: null, csrf: '', form: new URLSearchParams() };
+    if (!ctx.state.console)
+      ctx.state.console = { lang: 'en', session: null, csrf: '', form: new URLSearchParams(), mode: 'test' };
     message(ctx, unavailable ? 503 : 500, 'error_title', 'error_body');
   }
 };
@@ -68,7 +75,13 @@ const formBody: Middleware = async (ctx, next) => {
 /** The session from its cookie (if live), the language and the CSRF token of the page. */
 function loadState(deps: ConsoleDeps): Middleware {
   return async (ctx, next) => {
-    const state: ConsoleState = { lang: chooseLang(ctx), session: null, csrf: '', form: new URLSearchParams() };
+    const state: ConsoleState = {
+      lang: chooseLang(ctx),
+      session: null,
+      csrf: '',
+      form: new URLSearchParams(),
+      mode: readCookie(ctx, MODE_COOKIE) === 'live' ? 'live' : 'test',
+    };
     ctx.state.console = state;
     const token = readCookie(ctx, SESSION_COOKIE);
     if (token && /^[A-Za-z0-9_-]{43}$/.test(token)) state.session = await sessionOf(deps.db, token, deps.clock());
@@ -120,12 +133,16 @@ const signedIn = (ctx: Context): boolean => {
 function guard(
   deps: ConsoleDeps,
   handler: Handler,
-  opts: { tenant?: 'seller'; action?: ConsoleAction; reauth?: string } = {},
+  opts: { tenant?: 'seller' | 'merchant'; action?: ConsoleAction; reauth?: string } = {},
 ): (ctx: Context) => Promise<void> {
   return async (ctx: Context) => {
     if (!signedIn(ctx)) return;
     const { user } = stateOf(ctx).session!;
-    if ((opts.tenant === 'seller' && !user.seller_id) || (opts.action && !allowed(user.role, opts.action))) {
+    if (
+      (opts.tenant === 'seller' && !user.seller_id) ||
+      (opts.tenant === 'merchant' && !user.merchant_id) ||
+      (opts.action && !allowed(user.role, opts.action))
+    ) {
       consoleActions.inc({ action: opts.action ?? 'page', outcome: 'denied' });
       return forbidden(ctx);
     }
@@ -139,11 +156,24 @@ function guard(
 
 function home(_deps: ConsoleDeps, ctx: Context) {
   const { user } = stateOf(ctx).session!;
-  if (user.seller_id) {
-    ctx.status = 303;
-    return ctx.redirect('/console/orders');
-  }
-  render(ctx, 200, ct(stateOf(ctx).lang, 'console'), html`<p>${ct(stateOf(ctx).lang, 'home_merchant')}</p>`);
+  ctx.status = 303;
+  ctx.redirect(user.seller_id ? '/console/orders' : WEBHOOKS);
+}
+
+/**
+ * The merchant pages' test/live switch: the `__Host-console_mode` preference (a year), then back
+ * to the console page it came from. Not audited (it changes what is shown, not any data).
+ */
+function setMode(_deps: ConsoleDeps, ctx: Context) {
+  const state = stateOf(ctx);
+  const mode = state.form.get('mode');
+  if (mode !== 'test' && mode !== 'live') return message(ctx, 422, 'error_title', 'choose_mode');
+  setHostCookie(ctx, MODE_COOKIE, mode, 365 * 86_400);
+  consoleActions.inc({ action: 'mode_switch', outcome: 'success' });
+  const next = state.form.get('next') ?? '';
+  ctx.status = 303;
+  // Only a path of the console itself, never another site.
+  ctx.redirect(/^\/console(\/[A-Za-z0-9_\/-]*)?$/.test(next) ? next : CONSOLE_PREFIX);
 }
 
 /**
@@ -156,8 +186,10 @@ export function consoleStack(deps: ConsoleDeps): Middleware {
   r.get('/', guard(deps, home));
   r.get('/sign-in', (ctx) => auth.signInPage(ctx));
   r.post('/sign-in', open(auth.signIn));
-  r.get('/sign-in/verify', (ctx) => auth.verifyPage(ctx));
+  r.get('/sign-in/verify', open(auth.verifyPage));
   r.post('/sign-in/verify', open(auth.verify));
+  r.post('/sign-in/passkey/options', open(auth.passkeyOptions));
+  r.post('/sign-in/passkey', open(auth.verifyPasskey));
   r.post('/sign-out', open(auth.signOut));
   r.get('/invite/:token', open(auth.invitePage));
   r.post('/invite/:token', open(auth.inviteAccept));
@@ -166,6 +198,14 @@ export function consoleStack(deps: ConsoleDeps): Middleware {
     guard(deps, (_d, ctx) => auth.reauthPage(ctx)),
   );
   r.post('/reauth', guard(deps, auth.reauth));
+  const security = { reauth: passkeys.SECURITY_PATH } as const;
+  r.get(
+    '/account/security',
+    guard(deps, (d, ctx) => passkeys.securityPage(d, ctx)),
+  );
+  r.post('/account/passkeys/options', guard(deps, passkeys.registrationOptionsRoute, security));
+  r.post('/account/passkeys', guard(deps, passkeys.addPasskey, security));
+  r.post('/account/passkeys/:passkeyId/remove', guard(deps, passkeys.deletePasskey, security));
   r.get('/account/sessions', guard(deps, sessionsPage));
   r.post('/account/sessions/:sessionId/revoke', guard(deps, revokeOwnSession));
   r.get('/audit', guard(deps, auditLogPage, { action: 'audit.read' }));
@@ -218,6 +258,42 @@ export function consoleStack(deps: ConsoleDeps): Middleware {
   r.post('/products/:productId/submit', guard(deps, products.reviewProduct('submit'), review));
   r.post('/products/:productId/resubmit', guard(deps, products.reviewProduct('resubmit'), review));
 
+  r.post('/mode', guard(deps, setMode, { tenant: 'merchant' }));
+  const hooks = { tenant: 'merchant', action: 'webhooks.manage' } as const;
+  r.get(
+    '/developers/webhooks',
+    guard(deps, (d, ctx) => webhooks.webhooksPage(d, ctx), { tenant: 'merchant' }),
+  );
+  r.post('/developers/webhooks', guard(deps, webhooks.createEndpointAction, hooks));
+  r.get(
+    '/developers/webhooks/:endpointId',
+    guard(deps, (d, ctx) => webhooks.endpointPage(d, ctx), { tenant: 'merchant' }),
+  );
+  r.post('/developers/webhooks/:endpointId/events', guard(deps, webhooks.patchEndpointAction('events'), hooks));
+  r.post('/developers/webhooks/:endpointId/disable', guard(deps, webhooks.patchEndpointAction('disable'), hooks));
+  r.post('/developers/webhooks/:endpointId/enable', guard(deps, webhooks.patchEndpointAction('enable'), hooks));
+  r.post(
+    '/developers/webhooks/:endpointId/rotate',
+    guard(deps, webhooks.rotateSecretAction, { ...hooks, reauth: WEBHOOKS }),
+  );
+  r.post('/developers/webhooks/:endpointId/test', guard(deps, webhooks.testEventAction, hooks));
+  r.post('/developers/webhooks/:endpointId/deliveries/:eventId/resend', guard(deps, webhooks.resendAction, hooks));
+  r.post('/developers/webhooks/:endpointId/recover', guard(deps, webhooks.recoverAction, hooks));
+
+  r.get('/developers/events', guard(deps, events.eventsPage, { tenant: 'merchant' }));
+
+  const checkoutKeys = { tenant: 'merchant', action: 'checkout_keys.manage' } as const;
+  r.get(
+    '/developers/keys',
+    guard(deps, (d, ctx) => merchantKeys.keysPage(d, ctx), { tenant: 'merchant' }),
+  );
+  r.post('/developers/keys', guard(deps, merchantKeys.createKeyAction, { ...checkoutKeys, reauth: API_KEYS }));
+  r.post(
+    '/developers/keys/:keyId/roll',
+    guard(deps, merchantKeys.rollKeyAction, { ...checkoutKeys, reauth: API_KEYS }),
+  );
+  r.post('/developers/keys/:keyId/revoke', guard(deps, merchantKeys.revokeKeyAction, checkoutKeys));
+
   const notFound: Middleware = async (ctx, next) => {
     await next();
     if (ctx.body === undefined && ctx.status === 404) message(ctx, 404, 'not_found_title', 'not_found_body');
@@ -237,11 +313,20 @@ export function consoleStack(deps: ConsoleDeps): Middleware {
 
 /** The console's dependencies from the app's. */
 export function consoleDeps(deps: AppDeps): ConsoleDeps {
+  const runtime = deps.webhooks ?? webhookRuntime(deps.settings);
   return {
     db: deps.db,
     clock: deps.clock,
-    cipher: (deps.webhooks ?? webhookRuntime(deps.settings)).cipher,
+    cipher: runtime.cipher,
+    webhooks: {
+      db: deps.db,
+      clock: deps.clock,
+      temporal: deps.temporal,
+      taskQueue: deps.settings.TEMPORAL_TASK_QUEUE,
+      runtime,
+    },
     origin: new URL(deps.settings.PUBLIC_BASE_URL).origin,
     partnerEnvironment: deps.settings.PARTNER_ENVIRONMENT,
+    liveKeysAllowed: Boolean(deps.settings.WEBHOOK_SECRET_KEY),
   };
 }

@@ -6,6 +6,8 @@ import { constantTimeEqual } from '../lib/hash';
 export const SESSION_COOKIE = '__Host-console_session';
 /** Before sign-in, the CSRF token is a double-submit cookie of its own (SameSite=Strict too). */
 export const PRE_SESSION_CSRF_COOKIE = '__Host-console_csrf';
+/** The merchant pages' test/live preference (`test` or `live`; absent is test), same flags. */
+export const MODE_COOKIE = '__Host-console_mode';
 /** Names the form field every state-changing form carries. */
 export const CSRF_FIELD = 'csrf_token';
 

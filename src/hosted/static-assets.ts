@@ -1,15 +1,31 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { Middleware } from 'koa';
 
-/** The hosted pages' stylesheet and script, and the console's stylesheet, served from `/hosted/static/`. */
+/**
+ * The hosted pages' stylesheet and script, the console's stylesheet and passkey script, and
+ * `@simplewebauthn/browser`'s browser bundle (read from the installed package, so it is the
+ * version package-lock.json pins), served from `/hosted/static/`.
+ */
 const files = {
   'checkout.css': 'text/css; charset=utf-8',
   'checkout.js': 'text/javascript; charset=utf-8',
   'console.css': 'text/css; charset=utf-8',
+  'console-passkeys.js': 'text/javascript; charset=utf-8',
+  'simplewebauthn-browser.js': 'text/javascript; charset=utf-8',
 } as const;
-type AssetName = keyof typeof files;
+export type AssetName = keyof typeof files;
+
+/** Where an asset's file is: our own under `static/`, a package's bundle where npm put it. */
+function assetPath(name: AssetName): string {
+  if (name === 'simplewebauthn-browser.js') {
+    // The package's exports name only its modules; the bundle sits beside them (dist/bundle).
+    const main = require.resolve('@simplewebauthn/browser');
+    return join(dirname(main), '..', 'dist', 'bundle', 'index.umd.min.js');
+  }
+  return join(__dirname, 'static', name);
+}
 
 interface Asset {
   body: Buffer;
@@ -24,7 +40,7 @@ let loaded: Map<string, Asset> | null = null;
 function assets(): Map<string, Asset> {
   loaded ??= new Map(
     Object.entries(files).map(([name, type]) => {
-      const body = readFileSync(join(__dirname, 'static', name));
+      const body = readFileSync(assetPath(name as AssetName));
       return [name, { body, type, version: createHash('sha256').update(body).digest('hex').slice(0, 12) }];
     }),
   );

@@ -34,7 +34,8 @@ async function authenticatePublishable(
   const row = await db('checkout_keys as k')
     .join('merchants as m', 'm.id', 'k.merchant_id')
     .where({ 'k.id': parsed.keyId, 'k.mode': parsed.mode, 'k.type': 'publishable' })
-    .whereNull('k.revoked_at')
+    // A rolled key works until its expiry (a revoked_at still to come).
+    .where((q) => q.whereNull('k.revoked_at').orWhere('k.revoked_at', '>', db.fn.now()))
     .first('k.merchant_id', 'k.secret_hash', 'k.scopes', 'm.suspended', 'm.test_merchant', 'm.display_name');
   if (!row || !secretMatches(parsed.secret, row.secret_hash)) return null;
   return { ...principalOf(parsed, row), suspended: row.suspended };
@@ -109,7 +110,8 @@ async function keyAndHit(
     `WITH k AS (
        SELECT k.merchant_id, k.secret_hash, k.scopes, m.suspended, m.test_merchant, m.display_name
          FROM checkout_keys k JOIN merchants m ON m.id = k.merchant_id
-        WHERE k.id = ? AND k.mode = ? AND k.type = 'secret' AND k.revoked_at IS NULL
+        WHERE k.id = ? AND k.mode = ? AND k.type = 'secret'
+          AND (k.revoked_at IS NULL OR k.revoked_at > now())
      ), hit AS (
        ${COUNT_HIT} SELECT ?, ?, 1 FROM k WHERE k.secret_hash = ? AND NOT k.suspended AND ? = ANY(k.scopes)
        ${COUNT_HIT_CONFLICT}

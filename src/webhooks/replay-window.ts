@@ -44,7 +44,8 @@ export function replayOut(row: ReplayRow) {
  * created in [since, until) that the endpoint subscribes to (and of `types`, when given) as new
  * deliveries in one new generation, through the normal schedule. The window is at most 30 days
  * and starts within the last 30 days; at most 10,000 events per call. One row per Idempotency-Key
- * and endpoint, written with the queue rows: the same key never queues twice.
+ * and endpoint, written with the queue rows: the same key never queues twice. `undeliveredOnly`
+ * (the console's recover) keeps only the events on the endpoint's undelivered list.
  */
 export async function replayWindow(
   deps: WebhookDeps,
@@ -52,6 +53,7 @@ export async function replayWindow(
   endpointId: string,
   idempotencyKey: string,
   input: ReplayIn,
+  opts: { undeliveredOnly?: boolean } = {},
 ): Promise<ReplayRow> {
   const since = new Date(input.since);
   const until = new Date(input.until);
@@ -91,6 +93,16 @@ export async function replayWindow(
       .limit(REPLAY_MAX_EVENTS + 1)
       .select('id', 'type', 'target_endpoint_id');
     if (input.types) query.whereIn('type', input.types);
+    // The console's "recover": only the events this endpoint has not had delivered (its undelivered list).
+    if (opts.undeliveredOnly) {
+      query.whereExists((q) =>
+        q
+          .select(trx.raw('1'))
+          .from('webhook_undelivered as u')
+          .whereRaw('u.event_id = events.id')
+          .where('u.endpoint_id', endpointId),
+      );
+    }
     const events: Array<{ id: string; type: string; target_endpoint_id: string | null }> = await query;
     const wanted = events.filter((e) => e.target_endpoint_id !== null || subscribes(endpoint.events, e.type));
     if (events.length > REPLAY_MAX_EVENTS) {

@@ -44,7 +44,11 @@ export async function requireSecretKeyForLive(
   const refuse = (why: string) =>
     new Error(`WEBHOOK_SECRET_KEY must be set (openssl rand -hex 32) when ${why}: the development key is public.`);
   if (settings.PARTNER_ENVIRONMENT === 'live') throw refuse('PARTNER_ENVIRONMENT=live');
-  const live = await db('checkout_keys').where({ mode: 'live' }).whereNull('revoked_at').first('id');
+  const live = await db('checkout_keys')
+    .where({ mode: 'live' })
+    // A rolled key works until its revoked_at.
+    .where((q) => q.whereNull('revoked_at').orWhere('revoked_at', '>', db.fn.now()))
+    .first('id');
   if (live) throw refuse('a live Checkout key is in use');
 }
 

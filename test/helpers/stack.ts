@@ -128,6 +128,11 @@ export interface StackOptions {
   temporal?: 'time-skipping' | 'dev-server';
   /** The payment vendors of the stack's worker (default: the test gateway and cash on delivery). */
   gateways?: Gateways;
+  /**
+   * The host name of PUBLIC_BASE_URL (default 127.0.0.1; the server listens there either way):
+   * `localhost` for passkeys, whose relying party id must be a domain name, never an IP address.
+   */
+  publicHost?: '127.0.0.1' | 'localhost';
 }
 
 /**
@@ -135,7 +140,7 @@ export interface StackOptions {
  * worker, and the real HTTP app on an ephemeral loopback port.
  */
 export async function startStack(overrides: Record<string, string> = {}, options: StackOptions = {}): Promise<Stack> {
-  const { temporal = 'time-skipping', gateways } = options;
+  const { temporal = 'time-skipping', gateways, publicHost = '127.0.0.1' } = options;
   setLogLevel((process.env.TEST_LOG_LEVEL as 'debug') ?? 'silent');
   installQuietRuntime();
   const run = readRunEnv();
@@ -180,7 +185,7 @@ export async function startStack(overrides: Record<string, string> = {}, options
   // Listen first, so PUBLIC_BASE_URL (session urls, hosted pages) is the address tests can open.
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const baseUrl = `http://${publicHost}:${(server.address() as AddressInfo).port}`;
   const settings = loadSettings({
     DATABASE_URL: run.databaseUrl,
     PORT: '0',

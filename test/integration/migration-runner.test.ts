@@ -286,7 +286,11 @@ describe('npm run migrate', () => {
     await migrateUpTo(db, '20261126050000_undelivered_backfill');
     const drop = '20261127120000_delivery_tenant_drop';
 
-    const expands = ['20261127140000_console_accounts', '20261127180000_endpoint_watches'];
+    const expands = [
+      '20261127140000_console_accounts',
+      '20261127180000_endpoint_watches',
+      '20261127190000_console_passkeys',
+    ];
     const expand = await run('--phase', 'expand', '--json');
     expect([expand.code, JSON.parse(expand.stdout)]).toEqual([
       0,
