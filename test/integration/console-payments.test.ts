@@ -96,6 +96,14 @@ describe('Payments › Sessions', () => {
     expect(live.text).not.toContain(open.id);
     expect((await b.get(`${PAYMENTS}?q=${paid.id}`)).text).not.toContain(`session-${paid.id}`);
     expect((await b.get(`${PAYMENTS}/${paid.id}`)).status).toBe(404);
+
+    // In Arabic, right to left; in Kurdish too.
+    const ar = await b.get(`${PAYMENTS}?lang=ar`);
+    expect(ar.text).toMatch(/<html lang="ar" dir="rtl">/);
+    expect(ar.text).toContain('المدفوعات › الجلسات');
+    const ku = await b.get(`${PAYMENTS}?lang=ku`);
+    expect(ku.text).toMatch(/dir="rtl"/);
+    expect(ku.text).toContain('پارەدانەکان › دانیشتنەکانی پارەدان');
   });
 
   it('pages by cursor, 50 a page, keeping the filters', async () => {
