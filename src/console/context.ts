@@ -7,6 +7,7 @@ import type { Clock } from '../lib/clock';
 import type { Db } from '../db/knex';
 import type { AssetName } from '../hosted/static-assets';
 import type { KeyMode } from '../keys/keys';
+import type { SessionDeps } from '../checkout/sessions/deps';
 import type { WebhookDeps } from '../webhooks/deps';
 import type { SecretCipher } from '../webhooks/secret-crypto';
 import { consolePage } from './layout';
@@ -27,6 +28,8 @@ export interface ConsoleDeps {
   liveKeysAllowed: boolean;
   /** The webhook API's services' dependencies: merchant pages call the same services. */
   webhooks: WebhookDeps;
+  /** The Checkout API's session and refund services' dependencies: the payments pages call the same services. */
+  sessions: SessionDeps;
 }
 
 /** Per request, set by the stack's middleware. */

@@ -46,6 +46,7 @@ function nav(frame: ConsoleFrame, user: ConsoleUser): Html {
     links.push(['/console/settings/integrations', ct(lang, 'nav_integrations')]);
   }
   if (user.merchant_id) {
+    links.push(['/console/payments', ct(lang, 'nav_payments')]);
     links.push(['/console/developers/webhooks', ct(lang, 'nav_webhooks')]);
     links.push(['/console/developers/keys', ct(lang, 'nav_api_keys')]);
     links.push(['/console/developers/events', ct(lang, 'nav_events')]);

@@ -16,6 +16,8 @@ export const may = {
   'webhooks.manage': ['owner', 'developer'],
   /** Merchant Checkout API keys: create, roll, revoke. */
   'checkout_keys.manage': ['owner', 'developer'],
+  /** Merchant payments: refund a session (full or partial), as `POST /v1/refunds`. */
+  'refunds.create': ['owner', 'operator'],
   /** The tenant's audit log. */
   'audit.read': ['owner'],
 } as const satisfies Record<string, readonly ConsoleRole[]>;

@@ -34,6 +34,7 @@ import * as merchantKeys from './merchant-key-pages';
 import { API_KEYS } from './merchant-key-pages';
 import * as webhooks from './webhook-pages';
 import * as events from './event-pages';
+import * as payments from './payment-pages';
 import { WEBHOOKS } from './webhook-pages';
 import { recentlyReauthenticated, sessionOf } from './sessions';
 
@@ -133,7 +134,12 @@ const signedIn = (ctx: Context): boolean => {
 function guard(
   deps: ConsoleDeps,
   handler: Handler,
-  opts: { tenant?: 'seller' | 'merchant'; action?: ConsoleAction; reauth?: string } = {},
+  opts: {
+    tenant?: 'seller' | 'merchant';
+    action?: ConsoleAction;
+    /** The page re-authentication returns to (of the request, for an object's own page). */
+    reauth?: string | ((ctx: Context) => string);
+  } = {},
 ): (ctx: Context) => Promise<void> {
   return async (ctx: Context) => {
     if (!signedIn(ctx)) return;
@@ -148,7 +154,8 @@ function guard(
     }
     if (opts.reauth && !recentlyReauthenticated(stateOf(ctx).session!, deps.clock())) {
       ctx.status = 303;
-      return ctx.redirect(`/console/reauth?next=${encodeURIComponent(opts.reauth)}`);
+      const back = typeof opts.reauth === 'string' ? opts.reauth : opts.reauth(ctx);
+      return ctx.redirect(`/console/reauth?next=${encodeURIComponent(back)}`);
     }
     await handler(deps, ctx);
   };
@@ -280,6 +287,20 @@ export function consoleStack(deps: ConsoleDeps): Middleware {
   r.post('/developers/webhooks/:endpointId/deliveries/:eventId/resend', guard(deps, webhooks.resendAction, hooks));
   r.post('/developers/webhooks/:endpointId/recover', guard(deps, webhooks.recoverAction, hooks));
 
+  r.get('/payments', guard(deps, payments.sessionsPage, { tenant: 'merchant' }));
+  r.get(
+    '/payments/:sessionId',
+    guard(deps, (d, ctx) => payments.sessionPage(d, ctx), { tenant: 'merchant' }),
+  );
+  r.post(
+    '/payments/:sessionId/refunds',
+    guard(deps, payments.refundAction, {
+      tenant: 'merchant',
+      action: 'refunds.create',
+      reauth: (ctx) => payments.sessionPath(String(ctx.params.sessionId)),
+    }),
+  );
+
   r.get('/developers/events', guard(deps, events.eventsPage, { tenant: 'merchant' }));
 
   const checkoutKeys = { tenant: 'merchant', action: 'checkout_keys.manage' } as const;
@@ -324,6 +345,14 @@ export function consoleDeps(deps: AppDeps): ConsoleDeps {
       temporal: deps.temporal,
       taskQueue: deps.settings.TEMPORAL_TASK_QUEUE,
       runtime,
+    },
+    sessions: {
+      db: deps.db,
+      clock: deps.clock,
+      temporal: deps.temporal,
+      taskQueue: deps.settings.TEMPORAL_TASK_QUEUE,
+      publicBaseUrl: deps.settings.PUBLIC_BASE_URL,
+      beforeHandoff: deps.beforeHandoff,
     },
     origin: new URL(deps.settings.PUBLIC_BASE_URL).origin,
     partnerEnvironment: deps.settings.PARTNER_ENVIRONMENT,

@@ -13,11 +13,20 @@ import type { RefundRow } from './refund-row';
 /** `reason` when the merchant gives none. */
 export const DEFAULT_REFUND_REASON = 'requested_by_customer';
 
-interface Payment {
+export interface Payment {
   attempt_id: string;
   method: string;
   captured_amount: number | null;
   captured_currency: string | null;
+}
+
+/** What the session's refunds hold of its capture: every refund requested or settled (a failed one gives its amount back). */
+export async function reservedAmount(db: Db, sessionId: string): Promise<number> {
+  const [{ reserved }] = await db('refunds')
+    .where({ session_id: sessionId })
+    .whereIn('status', ['requested', 'succeeded'])
+    .sum({ reserved: 'amount' });
+  return Number(reserved ?? 0);
 }
 
 const notRefundable = (message: string) => new ApiError(422, 'method_not_refundable', message);
@@ -37,6 +46,16 @@ export async function createRefund(
   input: RefundIn,
   idempotencyKey: string,
 ): Promise<RefundRow> {
+  return (await requestRefund(deps, scope, input, idempotencyKey)).refund;
+}
+
+/** `createRefund`, saying whether the refund was made now or found (`replayed`: an earlier create with the same key and request made it). */
+export async function requestRefund(
+  deps: SessionDeps,
+  scope: MerchantScope,
+  input: RefundIn,
+  idempotencyKey: string,
+): Promise<{ refund: RefundRow; replayed: boolean }> {
   const notFound = () => ApiError.notFound('session_not_found', 'No such checkout session.');
   if (!isObjectId(input.session_id)) throw notFound();
   const now = deps.clock();
@@ -70,12 +89,9 @@ export async function createRefund(
     const capability = findMethod(payment.method)?.capabilities.refunds ?? 'none';
     if (capability === 'none') throw notRefundable(`${payment.method} cannot refund through the API.`);
 
-    const [{ reserved }] = await trx('refunds')
-      .where({ session_id: session.id })
-      .whereIn('status', ['requested', 'succeeded'])
-      .sum({ reserved: 'amount' });
-    const remaining = payment.captured_amount! - Number(reserved ?? 0);
-    if (capability === 'full_only' && (Number(reserved ?? 0) > 0 || input.amount !== payment.captured_amount)) {
+    const reserved = await reservedAmount(trx, session.id);
+    const remaining = payment.captured_amount! - reserved;
+    if (capability === 'full_only' && (reserved > 0 || input.amount !== payment.captured_amount)) {
       throw notRefundable(`${payment.method} refunds only the full captured amount, once.`);
     }
     if (input.amount > remaining) {
@@ -118,5 +134,5 @@ export async function createRefund(
     return { refund: row, handoff: await recordHandoff(trx, scope, { kind: 'refund_start', refund: start }) };
   });
   if (handoff) await handOff(deps, [handoff]);
-  return refund;
+  return { refund, replayed: handoff === null };
 }

@@ -18,6 +18,8 @@ export async function listSessions(
     referenceId?: string;
     status?: string;
     createdAfter?: Date;
+    /** Created before this time (the console's date range; the API has no such filter). */
+    createdBefore?: Date;
     after?: Keyset;
     limit: number;
   },
@@ -27,5 +29,6 @@ export async function listSessions(
   if (opts.referenceId !== undefined) query.andWhere({ reference_id: opts.referenceId });
   if (opts.status !== undefined) query.andWhere({ status: opts.status });
   if (opts.createdAfter !== undefined) query.andWhere('created_at', '>', opts.createdAfter);
+  if (opts.createdBefore !== undefined) query.andWhere('created_at', '<', opts.createdBefore);
   return newestFirst<SessionRow>(query, opts.after, opts.limit);
 }
