@@ -152,7 +152,10 @@ async function runScenario(stack: Stack, scenario: Scenario, rules: Map<string, 
   // Watched with load until the expected alerts that fired have resolved (or the budget is spent).
   const notes = stack.alerting.receiver.notifications;
   const reachable = scenario.alerts.filter((a) => rules.has(a) && rules.get(a)!.holdS + 10 <= scenario.faultS);
-  const resolvedBy = faultEnd + RESOLVE_BUDGET_S * 1000;
+  // An alert over a range (`increase(x[2m]) > 0`) stays true that long after the last error: its
+  // budget to resolve is that range plus the evaluation slack, when longer than RESOLVE_BUDGET_S.
+  const resolveBudgetS = (name: string) => Math.max(RESOLVE_BUDGET_S, rules.get(name)!.lingerS + EVAL_SLACK_S);
+  const resolvedBy = faultEnd + Math.max(RESOLVE_BUDGET_S, ...reachable.map(resolveBudgetS)) * 1000;
   const pendingAlerts = () =>
     reachable.filter((name) => {
       const fired = notes.some((n) => n.name === name && n.status === 'firing' && n.receivedAt >= faultStart);
@@ -172,7 +175,8 @@ async function runScenario(stack: Stack, scenario: Scenario, rules: Map<string, 
     fencedAfter === undefined ? 0 : [...fencedAfter].reduce((sum, [p, n]) => sum + n - (fencedBefore?.get(p) ?? 0), 0);
 
   // Requests, by when their answer came.
-  const windowEnd = faultEnd + GRACE_S * 1000;
+  const graceS = Math.max(GRACE_S, scenario.recoveryS ?? 0);
+  const windowEnd = faultEnd + graceS * 1000;
   const answeredAt = (r: RequestRecord) => r.at + r.ms;
   const inside = (r: RequestRecord) => answeredAt(r) >= faultStart && answeredAt(r) <= windowEnd;
   const failed = (r: RequestRecord) => r.status === null || r.status >= 500;
@@ -201,7 +205,7 @@ async function runScenario(stack: Stack, scenario: Scenario, rules: Map<string, 
   if (outcome.fivexxOutside || outcome.unansweredOutside)
     f.push(`${outcome.fivexxOutside} 5xx and ${outcome.unansweredOutside} unanswered outside the fault window`);
   if (outcome.hung) f.push(`${outcome.hung} requests hung to the client's ${CLIENT_TIMEOUT_MS / 1000} s deadline`);
-  if (outcome.recoveryMs > GRACE_S * 1000) f.push(`recovery took ${secs(outcome.recoveryMs)} (> ${GRACE_S} s)`);
+  if (outcome.recoveryMs > graceS * 1000) f.push(`recovery took ${secs(outcome.recoveryMs)} (> ${graceS} s)`);
   if (end.lost.length) f.push(`${end.lost.length} lost`);
   if (end.duplicated.length) f.push(`${end.duplicated.length} duplicated`);
   if (outcome.wrongAnswers.length) f.push(`${outcome.wrongAnswers.length} wrong answers (not 5xx)`);
@@ -254,7 +258,7 @@ async function runScenario(stack: Stack, scenario: Scenario, rules: Map<string, 
     if (!fired || fired.receivedAt > faultStart + (rule.holdS + EVAL_SLACK_S) * 1000) {
       f.push(`${name} did not fire within ${rule.holdS + EVAL_SLACK_S} s of the fault`);
       if (!fired) outcome.alerts.push([name, rule.severity, 'NOT FIRED', '', 'expected']);
-    } else if (!firstOf(name, 'resolved', healStart)) f.push(`${name} did not resolve within ${RESOLVE_BUDGET_S} s`);
+    } else if (!firstOf(name, 'resolved', healStart)) f.push(`${name} did not resolve within ${resolveBudgetS(name)} s`);
   }
   printOutcome(outcome);
   return outcome;

@@ -20,7 +20,16 @@ export interface AlertRule {
   name: string;
   forS: number;
   holdS: number;
+  /** How long its expression can stay true after the fault ended: its longest range (`increase(x[2m])`: 120). */
+  lingerS: number;
   severity: string;
+}
+
+/** The longest range selector `[N]` of a PromQL expression, in seconds (0 without one). */
+export function longestRangeS(expr: string): number {
+  let longest = 0;
+  for (const [, range] of expr.matchAll(/\[([0-9a-z]+)\]/g)) longest = Math.max(longest, durationSeconds(range));
+  return longest;
 }
 
 /**
@@ -59,6 +68,7 @@ export function readAlertRules(file = ALERTS_FILE): Map<string, AlertRule> {
           name: rule.alert,
           forS: durationSeconds(rule.for),
           holdS: durationSeconds(rule.for) + conditionDelayS(rule.expr ?? ''),
+          lingerS: longestRangeS(rule.expr ?? ''),
           severity: rule.labels?.severity ?? '',
         });
   return rules;

@@ -21,6 +21,11 @@ export interface Scenario {
    * window outlasts the scenario).
    */
   fencedAlert?: string;
+  /**
+   * The recovery this scenario states, when longer than CHAOS_GRACE_S: 5xx may last that long
+   * after the fault ends (and no longer).
+   */
+  recoveryS?: number;
   /** No alert of severity=page may fire (the flapping links). */
   noPage?: boolean;
   inject(stack: Stack): Promise<void>;
@@ -173,6 +178,10 @@ export const SCENARIOS: readonly Scenario[] = [
     title: 'an API cut off from Temporal (packets dropped) for 60 s',
     fast: false,
     faultS: 60,
+    // The API's gRPC channel (grpc-js) has no connect deadline: a connection attempt made during the
+    // cut waits for the kernel's next SYN retransmission (1, 2, 4, 8, 16 s apart), up to 31 s after
+    // the path is back; keepalive (15 s + 5 s) and the 5 s reconnect cap bound the rest.
+    recoveryS: 35,
     alerts: ['TemporalUnreachable', 'DependencyUnavailable'],
     ...partition('api-a', 'temporal'),
   },

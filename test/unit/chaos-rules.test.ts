@@ -20,15 +20,18 @@ describe("the fault suite's reading of ops/prometheus/alerts.yml", () => {
       name: 'DependencyUnavailable',
       forS: 180,
       holdS: 180,
+      lingerS: 300,
       severity: 'page',
     });
     expect(rules.get('ScrapeTargetDown')).toEqual({
       name: 'ScrapeTargetDown',
       forS: 300,
       holdS: 300,
+      lingerS: 0,
       severity: 'ticket',
     });
-    expect(rules.get('PostgresUnreachable')).toMatchObject({ forS: 10, holdS: 25, severity: 'page' });
+    expect(rules.get('PostgresUnreachable')).toMatchObject({ forS: 10, holdS: 25, lingerS: 0, severity: 'page' });
+    expect(rules.get('PostgresDiskFull')).toMatchObject({ forS: 0, holdS: 0, lingerS: 120 });
     expect(rules.has('api:svc_http_5xx:ratio_rate5m')).toBe(false);
   });
 });
