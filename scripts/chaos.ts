@@ -258,7 +258,8 @@ async function runScenario(stack: Stack, scenario: Scenario, rules: Map<string, 
     if (!fired || fired.receivedAt > faultStart + (rule.holdS + EVAL_SLACK_S) * 1000) {
       f.push(`${name} did not fire within ${rule.holdS + EVAL_SLACK_S} s of the fault`);
       if (!fired) outcome.alerts.push([name, rule.severity, 'NOT FIRED', '', 'expected']);
-    } else if (!firstOf(name, 'resolved', healStart)) f.push(`${name} did not resolve within ${resolveBudgetS(name)} s`);
+    } else if (!firstOf(name, 'resolved', healStart))
+      f.push(`${name} did not resolve within ${resolveBudgetS(name)} s`);
   }
   printOutcome(outcome);
   return outcome;
