@@ -34,6 +34,14 @@ export interface Scenario {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** The worker `worker-pause` stopped. */
+let paused: ProcessName = 'worker-a';
+/** A worker's activity slots in use on the webhooks task queue: its delivery activities running. */
+const WEBHOOK_ACTIVITY_SLOTS = (line: string) =>
+  line.startsWith('temporal_worker_task_slots_used{') &&
+  line.includes('worker_type="ActivityWorker"') &&
+  /task_queue="[^"]*-webhooks"/.test(line);
+
 /** Packets of one process's path to a dependency dropped silently (iptables on its proxy port). */
 const partition = (name: ProcessName, dependency: Dependency) => ({
   inject: async (stack: Stack) => stack.partitions.cut(stack.link(name, dependency).port),
@@ -158,20 +166,22 @@ export const SCENARIOS: readonly Scenario[] = [
   },
   {
     id: 'worker-pause',
-    title: `a worker paused (SIGSTOP) for ${(CLAIM_LEASE_MS + 15_000) / 1000} s, past its claims' lease and activity heartbeats, then resumed`,
+    title: `the busiest worker paused (SIGSTOP) for ${(CLAIM_LEASE_MS + 15_000) / 1000} s, past its claims' lease and activity heartbeats, then resumed`,
     fast: true,
     faultS: (CLAIM_LEASE_MS + 15_000) / 1000,
     alerts: ['ScrapeTargetDown'],
     fencedAlert: 'ClaimsLapsed',
     inject: async (stack) => {
-      // Paused while it holds claims: the endpoints answer slowly for a moment, so that worker-a
-      // has deliveries in flight (claimed rows, running activities) when it stops.
+      // Paused while it holds claims: the endpoints answer slowly for a moment, so that deliveries
+      // are in flight (claimed rows, running activities), and the worker running the most
+      // delivery activities at that moment is the one paused.
       stack.webhookDelayMs = 3000;
       await sleep(4000);
-      stack.services.get('worker-a')!.child.signal('SIGSTOP');
+      paused = await stack.busiestWorker(WEBHOOK_ACTIVITY_SLOTS);
+      stack.services.get(paused)!.child.signal('SIGSTOP');
       stack.webhookDelayMs = 0;
     },
-    heal: async (stack) => stack.services.get('worker-a')!.child.signal('SIGCONT'),
+    heal: async (stack) => stack.services.get(paused)!.child.signal('SIGCONT'),
   },
   {
     id: 'api-temporal-cut',

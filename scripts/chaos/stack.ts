@@ -286,6 +286,27 @@ export class Stack {
       while (!(await isReady(this.services.get(name)!)) && Date.now() < deadline) await sleep(500);
   }
 
+  /** The worker whose /metrics lines matching `select` sum highest (worker-a on a tie or when none answers). */
+  async busiestWorker(select: (line: string) => boolean): Promise<ProcessName> {
+    let busiest: ProcessName = 'worker-a';
+    let most = -1;
+    for (const [name, s] of this.services) {
+      if (s.role !== 'worker') continue;
+      try {
+        const res = await fetch(s.readyUrl.replace(/\/readyz$/, '/metrics'), { signal: AbortSignal.timeout(3000) });
+        const sum = (await res.text())
+          .split('\n')
+          .filter(select)
+          .reduce((total, line) => total + Number(line.split(' ').pop()), 0);
+        this.log(`  ${name}: ${sum} delivery activities running`);
+        if (sum > most) [busiest, most] = [name, sum];
+      } catch {
+        // not answering: not the one to pause
+      }
+    }
+    return busiest;
+  }
+
   /**
    * A counter's value in each running worker process, by process (a worker started again is a new
    * process, counting from 0); undefined when no worker exports it.
