@@ -286,23 +286,37 @@ export class Stack {
       while (!(await isReady(this.services.get(name)!)) && Date.now() < deadline) await sleep(500);
   }
 
+  /**
+   * Each answering worker's /metrics lines matching `select`, summed (undefined when none
+   * matched); a paused or stopped worker is left out.
+   */
+  private async workerSums(
+    select: (line: string) => boolean,
+  ): Promise<Array<{ name: ProcessName; process: ServiceProcess; sum: number | undefined }>> {
+    const sums = [];
+    for (const [name, process] of this.services) {
+      if (process.role !== 'worker') continue;
+      try {
+        const url = process.readyUrl.replace(/\/readyz$/, '/metrics');
+        const lines = (await (await fetch(url, { signal: AbortSignal.timeout(3000) })).text())
+          .split('\n')
+          .filter(select);
+        const sum = lines.length ? lines.reduce((total, line) => total + Number(line.split(' ').pop()), 0) : undefined;
+        sums.push({ name, process, sum });
+      } catch {
+        // not answering: read next time
+      }
+    }
+    return sums;
+  }
+
   /** The worker whose /metrics lines matching `select` sum highest (worker-a on a tie or when none answers). */
   async busiestWorker(select: (line: string) => boolean): Promise<ProcessName> {
     let busiest: ProcessName = 'worker-a';
     let most = -1;
-    for (const [name, s] of this.services) {
-      if (s.role !== 'worker') continue;
-      try {
-        const res = await fetch(s.readyUrl.replace(/\/readyz$/, '/metrics'), { signal: AbortSignal.timeout(3000) });
-        const sum = (await res.text())
-          .split('\n')
-          .filter(select)
-          .reduce((total, line) => total + Number(line.split(' ').pop()), 0);
-        this.log(`  ${name}: ${sum} delivery activities running`);
-        if (sum > most) [busiest, most] = [name, sum];
-      } catch {
-        // not answering: not the one to pause
-      }
+    for (const { name, sum = 0 } of await this.workerSums(select)) {
+      this.log(`  ${name}: ${sum} delivery activities running`);
+      if (sum > most) [busiest, most] = [name, sum];
     }
     return busiest;
   }
@@ -312,22 +326,10 @@ export class Stack {
    * process, counting from 0); undefined when no worker exports it.
    */
   async workerCounters(metric: string): Promise<Map<ServiceProcess, number> | undefined> {
-    let values: Map<ServiceProcess, number> | undefined;
-    for (const s of this.services.values()) {
-      if (s.role !== 'worker') continue;
-      try {
-        const res = await fetch(s.readyUrl.replace(/\/readyz$/, '/metrics'), { signal: AbortSignal.timeout(3000) });
-        const text = await res.text();
-        for (const line of text.split('\n'))
-          if (line.startsWith(`${metric}{`) || line.startsWith(`${metric} `)) {
-            values ??= new Map();
-            values.set(s, (values.get(s) ?? 0) + Number(line.split(' ').pop()));
-          }
-      } catch {
-        // a paused or stopped worker: its count is read next time
-      }
-    }
-    return values;
+    const exported = (await this.workerSums((line) => line.startsWith(`${metric}{`) || line.startsWith(`${metric} `)))
+      .filter((w) => w.sum !== undefined)
+      .map((w): [ServiceProcess, number] => [w.process, w.sum!]);
+    return exported.length ? new Map(exported) : undefined;
   }
 
   async close(): Promise<void> {
