@@ -10,7 +10,7 @@ export const may = {
   'orders.transition': ['owner', 'operator'],
   /** Products: submit for review, resubmit after a rejection. */
   'products.submit': ['owner', 'operator'],
-  /** The tenant's users: list, invite, change a role. */
+  /** The tenant's users: list, invite, change a role, disable and enable; pending invites: list, revoke. */
   'users.manage': ['owner'],
   /** Merchant webhook endpoints: create, edit, disable/enable, rotate the secret, test, resend, recover. */
   'webhooks.manage': ['owner', 'developer'],

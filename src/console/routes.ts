@@ -200,11 +200,10 @@ export function consoleStack(deps: ConsoleDeps): Middleware {
   r.post('/sign-out', open(auth.signOut));
   r.get('/invite/:token', open(auth.invitePage));
   r.post('/invite/:token', open(auth.inviteAccept));
-  r.get(
-    '/reauth',
-    guard(deps, (_d, ctx) => auth.reauthPage(ctx)),
-  );
+  r.get('/reauth', guard(deps, auth.reauthPage));
   r.post('/reauth', guard(deps, auth.reauth));
+  r.post('/reauth/passkey/options', guard(deps, auth.reauthPasskeyOptions));
+  r.post('/reauth/passkey', guard(deps, auth.reauthPasskey));
   const security = { reauth: passkeys.SECURITY_PATH } as const;
   r.get(
     '/account/security',
@@ -254,6 +253,18 @@ export function consoleStack(deps: ConsoleDeps): Middleware {
   r.post(
     '/settings/users/:userId/role',
     guard(deps, users.changeRole, { ...manageUsers, reauth: '/console/settings/users' }),
+  );
+  r.post(
+    '/settings/users/:userId/disable',
+    guard(deps, users.disableUser, { ...manageUsers, reauth: '/console/settings/users' }),
+  );
+  r.post(
+    '/settings/users/:userId/enable',
+    guard(deps, users.enableUser, { ...manageUsers, reauth: '/console/settings/users' }),
+  );
+  r.post(
+    '/settings/users/invites/:inviteId/revoke',
+    guard(deps, users.revokeInvite, { ...manageUsers, reauth: '/console/settings/users' }),
   );
 
   const review = { tenant: 'seller', action: 'products.submit' } as const;
