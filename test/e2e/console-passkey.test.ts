@@ -10,9 +10,9 @@ import { launchBrowser, newShopper } from './browser';
 /**
  * Console passkeys in headless Chromium with its virtual authenticator (Chrome DevTools Protocol,
  * WebAuthn domain: a CTAP2 platform authenticator that verifies the user): an owner set up by
- * invite adds a passkey on Account › Security, signs out, and signs in with the password and the
- * passkey as the second factor. The console is on `localhost` (a passkey's relying party id is a
- * domain name, never an IP address).
+ * invite adds a passkey on Account › Security, signs out, signs in with the password and the
+ * passkey as the second factor, and later re-authenticates with the passkey alone. The console is
+ * on `localhost` (a passkey's relying party id is a domain name, never an IP address).
  */
 jest.setTimeout(120_000);
 
@@ -129,8 +129,19 @@ it('an owner adds a passkey on Account › Security and signs in with it as the 
   await plain.waitForURL('**/console/orders');
   await noScript.close();
 
-  // Removing it (re-authenticated at sign-in) leaves the code as the second factor.
+  // Six minutes on, removing it asks to confirm again: the passkey alone does (user verified).
+  stack.clock.advance(6 * 60_000);
   await page.getByRole('link', { name: 'Security' }).click();
+  await page.getByRole('button', { name: 'Remove Test laptop' }).click();
+  await page.waitForURL('**/console/reauth?next=*');
+  await page.getByLabel('Password').waitFor();
+  await expectAccessible(page);
+  await page.getByRole('button', { name: 'Use a passkey' }).click();
+  await page.waitForURL('**/console/account/security');
+  const reauth = (await auditRows(stack.db, user.id)).filter((r) => r.action === 'reauthenticate').at(-1);
+  expect([reauth?.outcome, reauth?.detail]).toEqual(['success', { factor: 'passkey', passkey_id: stored.id }]);
+
+  // Removing it leaves the code as the second factor.
   await page.getByRole('button', { name: 'Remove Test laptop' }).click();
   await page.getByText('Passkey removed.').waitFor();
   await page.getByText('No passkeys yet.').waitFor();
