@@ -173,7 +173,7 @@ const en = {
   reauth_help: 'This action needs your password and a code again (every {minutes} minutes).',
   // Issue 32, more: passkey re-authentication, deliveries' pages, events' search, users' state and invites.
   reauth_passkey:
-    'Or confirm with a passkey on this device: it checks it is you (fingerprint, face or PIN), so no password or code is needed.',
+    'Confirm with a passkey on this device: it checks it is you (fingerprint, face or PIN), so no password or code is needed.',
   dl_filter_label: 'Show deliveries',
   dl_newest: 'Newest deliveries',
   dl_older: 'Older deliveries',
@@ -186,7 +186,6 @@ const en = {
   user_enabled_done: '{email} is enabled again and can sign in.',
   pending_invites: 'Pending invites',
   no_pending_invites: 'No pending invites.',
-  invite_expires: 'Expires',
   invite_revoked: 'The invite for {email} is revoked: its link no longer works.',
   invite_not_pending: 'This invite was already used, revoked, or has expired.',
   nav_orders: 'Orders',
@@ -468,7 +467,7 @@ const ar: ConsoleMessages = {
   reauth_help: 'يتطلب هذا الإجراء كلمة المرور ورمزًا مرة أخرى (كل {minutes} دقائق).',
   // Issue 32, more: passkey re-authentication, deliveries' pages, events' search, users' state and invites.
   reauth_passkey:
-    'أو أكّد بمفتاح مرور على هذا الجهاز: يتحقق الجهاز من أنك أنت (بالبصمة أو الوجه أو الرقم السري)، فلا حاجة إلى كلمة المرور أو الرمز.',
+    'أكّد بمفتاح مرور على هذا الجهاز: يتحقق الجهاز من أنك أنت (بالبصمة أو الوجه أو الرقم السري)، فلا حاجة إلى كلمة المرور أو الرمز.',
   dl_filter_label: 'عرض التسليمات',
   dl_newest: 'أحدث التسليمات',
   dl_older: 'تسليمات أقدم',
@@ -481,7 +480,6 @@ const ar: ConsoleMessages = {
   user_enabled_done: 'فُعّل {email} من جديد ويمكنه تسجيل الدخول.',
   pending_invites: 'الدعوات المعلّقة',
   no_pending_invites: 'لا توجد دعوات معلّقة.',
-  invite_expires: 'تنتهي في',
   invite_revoked: 'أُلغيت دعوة {email}: لم يعد رابطها يعمل.',
   invite_not_pending: 'هذه الدعوة استُخدمت أو أُلغيت أو انتهت صلاحيتها.',
   nav_orders: 'الطلبات',
@@ -763,7 +761,7 @@ const ku: ConsoleMessages = {
   reauth_help: 'ئەم کارە دووبارە وشەی نهێنی و کۆدێکی پێویستە (هەر {minutes} خولەک جارێک).',
   // Issue 32, more: passkey re-authentication, deliveries' pages, events' search, users' state and invites.
   reauth_passkey:
-    'یان بە کلیلێکی چوونەژوورەوە لەم ئامێرەدا دڵنیابەرەوە: ئامێرەکە دەپشکنێت کە خۆتیت (پەنجەمۆر، ڕوخسار یان PIN)، بۆیە وشەی نهێنی و کۆد پێویست نییە.',
+    'بە کلیلێکی چوونەژوورەوە لەم ئامێرەدا دڵنیابەرەوە: ئامێرەکە دەپشکنێت کە خۆتیت (پەنجەمۆر، ڕوخسار یان PIN)، بۆیە وشەی نهێنی و کۆد پێویست نییە.',
   dl_filter_label: 'پیشاندانی گەیاندنەکان',
   dl_newest: 'نوێترین گەیاندنەکان',
   dl_older: 'گەیاندنە کۆنترەکان',
@@ -776,7 +774,6 @@ const ku: ConsoleMessages = {
   user_enabled_done: '{email} دووبارە چالاک کرایەوە و دەتوانێت بچێتە ژوورەوە.',
   pending_invites: 'بانگهێشتە چاوەڕوانکراوەکان',
   no_pending_invites: 'هیچ بانگهێشتێکی چاوەڕوانکراو نییە.',
-  invite_expires: 'بەسەردەچێت',
   invite_revoked: 'بانگهێشتی {email} هەڵوەشایەوە: بەستەرەکەی ئیتر کار ناکات.',
   invite_not_pending: 'ئەم بانگهێشتە پێشتر بەکارهاتووە، هەڵوەشاوەتەوە یان بەسەرچووە.',
   nav_orders: 'داواکارییەکان',

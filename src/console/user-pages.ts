@@ -105,15 +105,24 @@ export async function usersPage(
             <tr>
               <th>${ct(lang, 'email')}</th>
               <th>${ct(lang, 'role')}</th>
-              <th>${ct(lang, 'status')}</th>
-              <th>${ct(lang, 'actions')}</th>
             </tr>
           </thead>
           <tbody>
             ${users.map((u) => {
               const self = u.id === session!.user.id;
+              // The state and its action under the e-mail: two columns fit a phone's width.
               return html`<tr id="user-${u.id}">
-                <td>${u.email}</td>
+                <td>
+                  ${u.email}
+                  <p>${ct(lang, u.disabled_at ? 'user_disabled' : 'user_active')}</p>
+                  ${
+                    self
+                      ? ''
+                      : u.disabled_at
+                        ? actionButton(ctx, `${USERS}/${u.id}/enable`, ct(lang, 'enable'), u.email, 'secondary')
+                        : actionButton(ctx, `${USERS}/${u.id}/disable`, ct(lang, 'disable'), u.email, 'danger')
+                  }
+                </td>
                 <td>
                   ${
                     self || u.disabled_at
@@ -122,16 +131,6 @@ export async function usersPage(
                           ${csrfField(csrf)} ${roleSelect(ctx, u.role, `role-${u.id}`)}
                           <button type="submit" class="secondary">${ct(lang, 'change_role')}</button>
                         </form>`
-                  }
-                </td>
-                <td>${ct(lang, u.disabled_at ? 'user_disabled' : 'user_active')}</td>
-                <td>
-                  ${
-                    self
-                      ? ''
-                      : u.disabled_at
-                        ? actionButton(ctx, `${USERS}/${u.id}/enable`, ct(lang, 'enable'), u.email, 'secondary')
-                        : actionButton(ctx, `${USERS}/${u.id}/disable`, ct(lang, 'disable'), u.email, 'danger')
                   }
                 </td>
               </tr>`;
@@ -149,20 +148,18 @@ export async function usersPage(
                   <tr>
                     <th>${ct(lang, 'email')}</th>
                     <th>${ct(lang, 'role')}</th>
-                    <th>${ct(lang, 'invite_expires')}</th>
-                    <th>${ct(lang, 'actions')}</th>
                   </tr>
                 </thead>
                 <tbody>
                   ${invites.map(
                     (i) =>
                       html`<tr id="invite-${i.id}">
-                        <td>${i.email}</td>
-                        <td>${i.role}</td>
-                        <td class="mono">${iso(i.expires_at)}</td>
                         <td>
+                          ${i.email}
+                          <p>${ct(lang, 'expires_at', { at: iso(i.expires_at) })}</p>
                           ${actionButton(ctx, `${USERS}/invites/${i.id}/revoke`, ct(lang, 'revoke'), i.email, 'secondary')}
                         </td>
+                        <td>${i.role}</td>
                       </tr>`,
                   )}
                 </tbody>

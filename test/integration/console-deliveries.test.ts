@@ -43,12 +43,16 @@ const keyOf = (a: Pick<Attempt, 'event_id' | 'generation' | 'attempt_no'>) =>
  * page's boundary); states cycle
  * delivered, pending (a retry due), failed (4xx, none due), failed (no answer).
  */
-async function seedAttempts(endpointId: string, count: number): Promise<Attempt[]> {
+async function seedAttempts(
+  endpointId: string,
+  count: number,
+  { latest = env.stack.clock().getTime() - 60_000, stepMs = 20 * 60_000 } = {},
+): Promise<Attempt[]> {
   const now = env.stack.clock().getTime();
   const rows: Attempt[] = [];
-  let at = now - 60_000;
+  let at = latest;
   for (let i = 0; i < count; i++) {
-    if (i === 0 || i % 5 !== 0) at -= 20 * 60_000;
+    if (i === 0 || i % 5 !== 0) at -= stepMs;
     const kind = i % 4;
     rows.push({
       event_id: eventIdAt(at - 1_000),
@@ -59,7 +63,8 @@ async function seedAttempts(endpointId: string, count: number): Promise<Attempt[
       created_at: new Date(at),
     });
   }
-  await env.stack.db('event_deliveries').insert(
+  await env.stack.db.batchInsert(
+    'event_deliveries',
     rows.map((r) => ({
       ...r,
       endpoint_id: endpointId,
@@ -68,6 +73,7 @@ async function seedAttempts(endpointId: string, count: number): Promise<Attempt[
       duration_ms: 12,
       response_body: r.status_code === 200 ? 'ok' : 'no',
     })),
+    500,
   );
   return rows.sort(
     (a, b) =>
@@ -176,9 +182,12 @@ describe('an endpoint’s deliveries, a page at a time', () => {
 
   it('reads the endpoint’s attempts through event_deliveries_by_endpoint, in the endpoint mode’s days only', async () => {
     const { endpoint } = await merchantWithEndpoint();
-    const attempts = await seedAttempts(endpoint.id, 200);
-    // Many other endpoints' attempts in the same days: the index, not a scan, finds this one's.
-    for (let i = 0; i < 10; i++) await seedAttempts(`we_test_other${i}${randomString(8)}`, 200);
+    // Yesterday (UTC) from 20:00 back, every 10 s: one day's partition, among 20 other endpoints'
+    // attempts of the same hours (10,500 rows), so reading the day whole would cost far more.
+    const yesterday = new Date(env.stack.clock().getTime() - 86_400_000).toISOString().slice(0, 10);
+    const day = { latest: Date.parse(`${yesterday}T20:00:00.000Z`), stepMs: 10_000 };
+    const attempts = await seedAttempts(endpoint.id, 500, day);
+    for (let i = 0; i < 20; i++) await seedAttempts(`we_test_other${i}${randomString(8)}`, 500, day);
     await env.stack.db.raw('ANALYZE event_deliveries');
     const now = env.stack.clock();
     const middle = attempts[120];
@@ -209,7 +218,7 @@ describe('an endpoint’s deliveries, a page at a time', () => {
         [endpoint.id],
       )
     ).rows.map((r: { day: string }) => r.day);
-    expect(days.length).toBeGreaterThanOrEqual(2);
+    expect(days).toEqual([`event_deliveries_d${yesterday.replace(/-/g, '')}_test`]);
     for (const plan of plans) {
       for (const day of days) {
         expect(plan).toMatch(new RegExp(`Index Scan (Backward )?(using|on) ${day}_by_endpoint`));
@@ -218,6 +227,23 @@ describe('an endpoint’s deliveries, a page at a time', () => {
       // The live days are pruned at planning.
       expect(plan).not.toMatch(/_live/);
     }
+  });
+});
+
+describe('in Kurdish and Arabic', () => {
+  it('shows the deliveries’ filters and page links and the events’ search right to left', async () => {
+    const { m, endpoint } = await merchantWithEndpoint();
+    await seedAttempts(endpoint.id, 60);
+    const b = await signedIn(await consoleUser(env.stack, { merchantId: m.merchantId }, 'viewer'));
+    const base = `${WEBHOOKS}/${endpoint.id}`;
+    const ku = await b.get(`${base}?lang=ku`);
+    expect(ku.text).toContain('dir="rtl"');
+    for (const text of ['پیشاندانی گەیاندنەکان', 'گەیاندنە کۆنترەکان', 'شکستی هێنا']) expect(ku.text).toContain(text);
+    const older = shown(ku.text).older!;
+    const ar = await b.get(`${older}&lang=ar`);
+    expect([ar.status, ar.text.includes('أحدث التسليمات'), ar.text.includes('dir="rtl"')]).toEqual([200, true, true]);
+    const events = await b.get(`${EVENTS}?lang=ar`);
+    for (const text of ['معرّف الحدث', 'أُنشئت من']) expect(events.text).toContain(text);
   });
 });
 

@@ -402,7 +402,7 @@ describe('a passkey for re-authentication', () => {
   it('re-authenticates with the passkey alone (user verified): a fresh challenge of this session for reauth, used once; audited with factor passkey', async () => {
     const { user, key, b, page } = await stale();
     // Offered beside password and code, with its scripts (files of ours: the CSP allows no inline script).
-    expect(page.text).toContain('Or confirm with a passkey on this device');
+    expect(page.text).toContain('Confirm with a passkey on this device');
     expect(page.text).toContain(`action="${PASSKEY_REAUTH.replace(/&/g, '&amp;')}"`);
     expect(page.text).toMatch(/<script src="\/hosted\/static\/console-passkeys\.js\?v=[0-9a-f]{12}" defer>/);
     expect(page.text).toContain('name="password"');
@@ -534,7 +534,7 @@ describe('a passkey for re-authentication', () => {
 
     const plain = await signedIn(await owner());
     const page = await plain.get('/console/reauth');
-    expect(page.text).not.toContain('Or confirm with a passkey');
+    expect(page.text).not.toContain('Confirm with a passkey');
     expect(page.text).not.toContain('console-passkeys.js');
     expect((await plain.post('/console/reauth/passkey/options')).status).toBe(404);
   });

@@ -174,6 +174,25 @@ describe('pending invites', () => {
   });
 });
 
+describe('in Arabic and Kurdish', () => {
+  it('shows the users’ state, their actions and the pending invites right to left', async () => {
+    const { seller_id } = await buildSeller(stack.db);
+    const owner = await consoleUser(stack, { sellerId: seller_id }, 'owner');
+    const off = await consoleUser(stack, { sellerId: seller_id }, 'viewer');
+    await stack.db('console_users').where({ id: off.id }).update({ disabled_at: stack.clock() });
+    const b = await signedIn(owner);
+    await invite(b);
+    for (const [lang, texts] of [
+      ['ar', ['الدعوات المعلّقة', 'معطّل', 'نشط', 'تفعيل', 'إلغاء']],
+      ['ku', ['بانگهێشتە چاوەڕوانکراوەکان', 'ناچالاک', 'چالاک', 'چالاککردن', 'هەڵوەشاندنەوە']],
+    ] as const) {
+      const page = await b.get(`${USERS}?lang=${lang}`);
+      expect(page.text).toContain(`<html lang="${lang === 'ar' ? 'ar' : 'ckb'}" dir="rtl">`);
+      for (const text of texts) expect([lang, page.text.includes(text)]).toEqual([lang, true]);
+    }
+  });
+});
+
 describe('users route × role matrix', () => {
   const ROLES = ['owner', 'developer', 'operator', 'viewer'] as const;
   interface Fixture {
