@@ -290,6 +290,8 @@ describe('npm run migrate', () => {
       '20261127140000_console_accounts',
       '20261127180000_endpoint_watches',
       '20261127190000_console_passkeys',
+      '20261201100000_delivery_endpoint_index',
+      '20261201100100_console_reauth_invites',
     ];
     const expand = await run('--phase', 'expand', '--json');
     expect([expand.code, JSON.parse(expand.stdout)]).toEqual([
