@@ -99,14 +99,28 @@ export class CpuMeter {
 /** Process groups to meter: each name's pids (the roots of its trees) when sampled. */
 export type CpuGroups = Record<string, () => Promise<number[]>>;
 
+/** The CPU time every process of the machine has spent (user, nice, system, irq, softirq, steal), from /proc/stat. */
+function machineTicks(): number {
+  try {
+    const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+    const [user, nice, system, , , irq, softirq, steal] = fields;
+    return user + nice + system + irq + softirq + (steal ?? 0);
+  } catch {
+    return 0; // not Linux
+  }
+}
+
 /**
  * Meters the CPU time of each group from now, sampling every second, plus this process's own
  * (`self`, when named) less what the sampling itself cost, so that a bench's figure for the code
- * it runs in-process does not carry its meter; `stop()` returns seconds per group, in the order given.
+ * it runs in-process does not carry its meter, plus (`others`, when named) what every other process
+ * of the machine spent meanwhile, so that a run on a busy machine says so; `stop()` returns seconds
+ * per group, in the order given, then self's, then the others'.
  */
 export async function meterCpu(
   groups: CpuGroups,
   self?: string,
+  others?: string,
 ): Promise<{ stop(): Promise<Array<[string, number]>> }> {
   const meters = Object.entries(groups).map(([name, roots]) => ({ name, roots, meter: new CpuMeter() }));
   let samplingMicros = 0;
@@ -122,13 +136,19 @@ export async function meterCpu(
   await sample();
   const timer = setInterval(() => void sample().catch(() => undefined), 1000);
   const before = process.cpuUsage();
+  const machineBefore = machineTicks();
   return {
     async stop() {
       clearInterval(timer);
       await sample();
+      const machine = (machineTicks() - machineBefore) / TICKS_PER_SECOND;
       const own = process.cpuUsage(before);
+      const ownSeconds = (own.user + own.system) / 1e6;
       const split: Array<[string, number]> = meters.map(({ name, meter }) => [name, meter.seconds()]);
-      if (self) split.push([self, Math.max(0, own.user + own.system - samplingMicros) / 1e6]);
+      const metered = split.reduce((sum, [, seconds]) => sum + seconds, 0);
+      if (self) split.push([self, Math.max(0, ownSeconds - samplingMicros / 1e6)]);
+      // This process's own time (its sampling included) is the bench's, not another process's.
+      if (others) split.push([others, Math.max(0, machine - metered - ownSeconds)]);
       return split;
     },
   };
