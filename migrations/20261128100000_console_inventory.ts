@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { createIndexConcurrently } from '../src/db/concurrent-index';
 
 /**
  * The seller console's inventory pages and keys' "last used" (docs/console.md).
@@ -15,9 +16,9 @@ import type { Knex } from 'knex';
  * has. `stock_adjustments_variant_time` (variant_id, created_at, id): a SKU's adjustment history,
  * newest first, keyset-paged (the (variant_id) index left a sort of the variant's whole history).
  *
- * Both indexes are built CONCURRENTLY (writers go on meanwhile), each after dropping an invalid
- * copy a failed build may have left, so the migration can run again; a build over a year of rows
- * may take minutes, hence the longer statement timeout.
+ * Both indexes are built CONCURRENTLY (`createIndexConcurrently`: writers go on meanwhile, and an
+ * invalid copy a failed build left is dropped first, so the migration can run again); a build over
+ * a year of rows may take minutes, hence the longer statement timeout.
  */
 export const config = { transaction: false };
 
@@ -34,11 +35,7 @@ const INDEXES = [
 export async function up(knex: Knex): Promise<void> {
   await knex.raw('ALTER TABLE partner_keys ADD COLUMN IF NOT EXISTS last_used_at timestamptz(3)');
   await knex.raw('ALTER TABLE checkout_keys ADD COLUMN IF NOT EXISTS last_used_at timestamptz(3)');
-  for (const index of INDEXES) {
-    const { rows } = await knex.raw('SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(?)', [index.name]);
-    if (rows[0]?.indisvalid === false) await knex.raw(`DROP INDEX CONCURRENTLY IF EXISTS ${index.name}`);
-    await knex.raw(`CREATE INDEX CONCURRENTLY IF NOT EXISTS ${index.name} ON ${index.on}`);
-  }
+  for (const index of INDEXES) await createIndexConcurrently(knex, index.name, index.on);
 }
 
 /** Forward-only: there is no down migration. */
