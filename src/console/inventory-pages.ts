@@ -228,36 +228,39 @@ export async function inventoryItemPage(deps: ConsoleDeps, ctx: Context, opts: P
       ${
         may &&
         html`<div class="actions">
-          ${item.location_id && stockPart(ctx, item, may, true)}
-          ${!item.multi_variant && pricePart(ctx, item, may, true)}
-          <form method="post" action="${base}/adjustments" class="stack">
-            ${csrfField(csrf)}
-            <h2>${ct(lang, 'adjust_title')}</h2>
-            <p>${ct(lang, 'adjust_help')}</p>
-            <label
-              >${ct(lang, 'adjust_category')}
-              <select name="category" required>
-                ${adjustmentCategories.map((c) => html`<option value="${c}">${ct(lang, categoryLabel(c))}</option>`)}
-              </select></label
-            >
-            <label
-              >${ct(lang, 'adjust_delta')}
-              <input type="text" name="delta" required inputmode="numeric" pattern="-?[0-9]+" maxlength="11"
-            /></label>
-            <label>${ct(lang, 'reason')} <input type="text" name="reason" required maxlength="500" /></label>
-            <label
-              >${ct(lang, 'adjust_unit_value')}
-              <input type="text" name="unit_value" inputmode="numeric" pattern="[0-9]*" maxlength="16"
-            /></label>
-            <button type="submit">${ct(lang, 'adjust_submit')}</button>
-          </form>
-        </div>`
+            ${item.location_id && stockPart(ctx, item, may, true)}
+            ${!item.multi_variant && pricePart(ctx, item, may, true)}
+          </div>
+          <h2 id="adjust">${ct(lang, 'adjust_title')}</h2>
+          <p>${ct(lang, 'adjust_help')}</p>
+          <div class="actions">
+            <form method="post" action="${base}/adjustments" class="stack" aria-labelledby="adjust">
+              ${csrfField(csrf)}
+              <label
+                >${ct(lang, 'adjust_category')}
+                <select name="category" required>
+                  ${adjustmentCategories.map((c) => html`<option value="${c}">${ct(lang, categoryLabel(c))}</option>`)}
+                </select></label
+              >
+              <label
+                >${ct(lang, 'adjust_delta')}
+                <input type="text" name="delta" required inputmode="numeric" pattern="-?[0-9]+" maxlength="11"
+              /></label>
+              <label>${ct(lang, 'reason')} <input type="text" name="reason" required maxlength="500" /></label>
+              <label
+                >${ct(lang, 'adjust_unit_value')}
+                <input type="text" name="unit_value" inputmode="numeric" pattern="[0-9]*" maxlength="16"
+              /></label>
+              <button type="submit">${ct(lang, 'adjust_submit')}</button>
+            </form>
+          </div>`
       }
       <h2 id="history">${ct(lang, 'adjust_history')}</h2>
       ${
         history.rows.length === 0
           ? html`<p>${ct(lang, 'adjust_none')}</p>`
-          : html`<div class="table-wrap">
+          : // A scrolling table with nothing to focus in it is focusable itself, to scroll it by keyboard.
+            html`<div class="table-wrap" role="region" aria-labelledby="history" tabindex="0">
               <table>
                 <thead>
                   <tr>
