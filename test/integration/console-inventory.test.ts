@@ -656,6 +656,13 @@ describe('route × role matrix of the inventory and bulk actions', () => {
     );
     expect((await m.get('/console/inventory')).status).toBe(403);
     expect((await m.get(`/console/inventory/${mine.variantId}`)).status).toBe(403);
+    // An id Postgres cannot hold is refused like any other's, never a 500.
+    const owner = await signedIn(await consoleUser(stack, { sellerId: mine.seller.seller_id }, 'owner'));
+    await owner.get('/console/inventory');
+    expect((await owner.get('/console/inventory/%00')).status).toBe(404);
+    expect((await owner.post('/console/inventory/%00/stock', { on_hand: '1', expected: '0' })).status).toBe(403);
+    expect((await owner.post('/console/orders/bulk/accept', { order_id: ['\u0000', mine.orderId] })).status).toBe(403);
+    expect((await stack.db('orders').where({ id: mine.orderId }).first()).status).toBe('pending');
     const anon = await browser().get(`/console/inventory/${mine.variantId}`);
     expect([anon.status, anon.location]).toEqual([303, '/console/sign-in']);
   });
