@@ -17,7 +17,11 @@ export const ORDERS = '/console/orders';
 export const BULK_ORDERS_MAX = 100;
 
 const sellerOf = (ctx: Context) => stateOf(ctx).session!.user.seller_id!;
-const field = (ctx: Context, name: string) => (stateOf(ctx).form.get(name) ?? '').trim();
+/** A form field, trimmed; text Postgres cannot hold (U+0000) counts as not filled in. */
+const field = (ctx: Context, name: string) => {
+  const value = (stateOf(ctx).form.get(name) ?? '').trim();
+  return isStorableText(value) ? value : '';
+};
 /** The form field of an order's tracking number in a bulk shipment. */
 const trackingField = (orderId: string) => `tracking.${orderId}`;
 

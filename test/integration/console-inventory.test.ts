@@ -459,6 +459,7 @@ describe('bulk order actions', () => {
       422,
     );
     expect((await b.post('/console/orders/bulk/cancel', { order_id: ids[0] })).status).toBe(422);
+    expect((await b.post('/console/orders/bulk/cancel', { order_id: ids[0], reason: '\u0000' })).status).toBe(422);
     expect(await stack.db('orders').where({ seller_id: seller.seller_id }).whereNot({ status: 'pending' })).toEqual([]);
     // Exactly 100 is one post (the same order twice counts once).
     const hundred = await b.post('/console/orders/bulk/accept', { order_id: [...ids.slice(0, 100), ids[0]] });
