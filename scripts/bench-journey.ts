@@ -348,7 +348,7 @@ async function main(): Promise<void> {
       const paidOrWorse: number[] = [];
       const signaturesBefore = badSignatures;
       let completed = 0;
-      const cpuMeter = await meterCpu(cpuGroups, 'this script (load and receiver)');
+      const cpuMeter = await meterCpu(cpuGroups, 'this script (load and receiver)', 'other processes on the machine');
       const inFlight: Array<Promise<void>> = [];
       const runStarted = performance.now();
       const offered = Math.round(rate * seconds);
@@ -402,7 +402,7 @@ async function main(): Promise<void> {
     };
     log(`Floor: ${FLOOR_STARTS} bare workflow starts at concurrency ${FLOOR_CONCURRENCY} (after 100 to warm up)...`);
     await runClosedLoop(100, FLOOR_CONCURRENCY, startNoop);
-    const floorMeter = await meterCpu(cpuGroups, 'this script (load and receiver)');
+    const floorMeter = await meterCpu(cpuGroups, 'this script (load and receiver)', 'other processes on the machine');
     const floorBatch = await runClosedLoop(FLOOR_STARTS, FLOOR_CONCURRENCY, startNoop);
     const floorCpu = await floorMeter.stop();
     const floorRate = perSecond(floorBatch);

@@ -43,6 +43,7 @@ function nav(frame: ConsoleFrame, user: ConsoleUser): Html {
   if (user.seller_id) {
     links.push(['/console/orders', ct(lang, 'nav_orders')]);
     links.push(['/console/products', ct(lang, 'nav_products')]);
+    links.push(['/console/inventory', ct(lang, 'nav_inventory')]);
     links.push(['/console/settings/integrations', ct(lang, 'nav_integrations')]);
   }
   if (user.merchant_id) {
