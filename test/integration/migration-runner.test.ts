@@ -339,7 +339,9 @@ describe('npm run migrate', () => {
     });
     expect(json.migrations.at(-1)).toEqual({ name: expands.at(-1), phase: 'expand', applied_at: expect.any(String) });
     expect(json.unknown).toEqual([]);
-  });
+    // Four `npm run migrate` processes, and the expand builds indexes CONCURRENTLY (one copy per
+    // day of event_deliveries): 10 s alone, over a minute beside other test files on two cores.
+  }, 180_000);
 
   it('exits 1 naming the pending expand migration when contract cannot run yet, and 2 on a bad flag', async () => {
     const refused = await run('--phase', 'contract');
