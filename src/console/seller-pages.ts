@@ -8,7 +8,7 @@ import { createPartnerKey, revokePartnerKey, setPartnerKeyScopes } from '../ops/
 import { getOrder, listOrders } from '../partner/orders';
 import { audit } from './audit';
 import { ConsoleDeps, forbidden, notFound, render, stateOf } from './context';
-import { csrfField, notice } from './layout';
+import { csrfField, notice, scrollRegion } from './layout';
 import { ConsoleMessageKey, ct } from './messages';
 
 const field = (ctx: Context, name: string) => (stateOf(ctx).form.get(name) ?? '').trim();
@@ -71,7 +71,7 @@ export async function integrationsPage(
       ${
         keys.length === 0
           ? html`<p>${ct(lang, 'no_keys')}</p>`
-          : html`<div class="table-wrap">
+          : html`<div ${scrollRegion(ct(lang, 'keys_title'))}>
               <table>
                 <thead>
                   <tr>
@@ -212,7 +212,7 @@ export async function ordersPage(deps: ConsoleDeps, ctx: Context) {
       ${
         page.data.length === 0
           ? html`<p>${ct(lang, 'no_orders')}</p>`
-          : html`<div class="table-wrap">
+          : html`<div ${scrollRegion(ct(lang, 'orders_title'))}>
               <table>
                 <thead>
                   <tr>
@@ -262,7 +262,7 @@ export async function orderPage(
         ${order.tracking_number && html` · ${order.carrier} <span class="mono">${order.tracking_number}</span>`}
       </p>
       <h2>${ct(lang, 'items')}</h2>
-      <div class="table-wrap">
+      <div ${scrollRegion(ct(lang, 'items'))}>
         <table>
           <thead>
             <tr>
