@@ -10,7 +10,9 @@ ENV NODE_ENV=production
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY . .
-USER node
+# The official image's `node` user, by number (uid:gid 1000) so that Kubernetes' runAsNonRoot can
+# verify it is not root; the code and node_modules stay root's, read-only to the service.
+USER 1000:1000
 EXPOSE 3000
 STOPSIGNAL SIGTERM
 CMD ["node", "--import", "tsx", "src/main/api.ts"]
