@@ -21,7 +21,7 @@ import { readAdjustment } from '../partner/params';
 import { parseRfc3339 } from '../partner/since';
 import { audit } from './audit';
 import { ConsoleDeps, notFound, render, stateOf } from './context';
-import { csrfField, notice } from './layout';
+import { csrfField, notice, scrollRegion } from './layout';
 import { ConsoleMessageKey, ct } from './messages';
 import { allowed } from './roles';
 import { refused } from './seller-pages';
@@ -132,7 +132,7 @@ export async function inventoryPage(deps: ConsoleDeps, ctx: Context) {
       ${
         page.items.length === 0
           ? html`<p>${ct(lang, 'inventory_none')}</p>`
-          : html`<div class="table-wrap">
+          : html`<div ${scrollRegion(ct(lang, 'inventory_title'))}>
               <table class="inventory">
                 <thead>
                   <tr>
@@ -259,8 +259,7 @@ export async function inventoryItemPage(deps: ConsoleDeps, ctx: Context, opts: P
       ${
         history.rows.length === 0
           ? html`<p>${ct(lang, 'adjust_none')}</p>`
-          : // A scrolling table with nothing to focus in it is focusable itself, to scroll it by keyboard.
-            html`<div class="table-wrap" role="region" aria-labelledby="history" tabindex="0">
+          : html`<div ${scrollRegion(ct(lang, 'adjust_history'))}>
               <table>
                 <thead>
                   <tr>

@@ -7,7 +7,7 @@ import { OpsError } from '../ops/errors';
 import { audit } from './audit';
 import { ConsoleDeps, forbidden, render, stateOf } from './context';
 import { lastUsedCell } from './last-used-cell';
-import { csrfField, notice } from './layout';
+import { csrfField, notice, scrollRegion } from './layout';
 import { ct } from './messages';
 import { scopeOf } from './webhook-pages';
 
@@ -82,7 +82,7 @@ export async function keysPage(deps: ConsoleDeps, ctx: Context, opts: PageOpts =
       ${
         keys.length === 0
           ? html`<p>${ct(lang, 'no_keys')}</p>`
-          : html`<div class="table-wrap">
+          : html`<div ${scrollRegion(ct(lang, 'api_keys_title'))}>
               <table>
                 <thead>
                   <tr>

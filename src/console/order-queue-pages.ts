@@ -6,7 +6,7 @@ import { orderStatuses } from '../ops/order-status';
 import { listOrders } from '../partner/orders';
 import { audit } from './audit';
 import { ConsoleDeps, render, stateOf } from './context';
-import { csrfField, notice } from './layout';
+import { csrfField, notice, scrollRegion } from './layout';
 import { ct } from './messages';
 import { Move, MOVES, moveOrderOf } from './order-moves';
 import { allowed } from './roles';
@@ -46,7 +46,7 @@ function outcomesSection(ctx: Context, move: Move, outcomes: BulkOutcome[]): Htm
       ${ct(lang, 'bulk_results', { action: ct(lang, move === 'cancel' ? 'cancel_order' : move) })}
     </h2>
     ${notice(done > 0 ? 'ok' : 'error', ct(lang, 'bulk_summary', { done, count: outcomes.length }))}
-    <div class="table-wrap">
+    <div ${scrollRegion(ct(lang, 'bulk_results', { action: ct(lang, move === 'cancel' ? 'cancel_order' : move) }))}>
       <table>
         <thead>
           <tr>
@@ -92,7 +92,7 @@ export async function ordersPage(
   const page = await listOrders(deps.db, sellerOf(ctx), { limit: BULK_ORDERS_MAX, status });
   const moves = allowed(session!.user.role, 'orders.transition') ? movesFrom(status) : [];
   const bulk = moves.length > 0 && page.data.length > 0;
-  const table = html`<div class="table-wrap">
+  const table = html`<div ${scrollRegion(ct(lang, 'orders_title'))}>
     <table>
       <thead>
         <tr>

@@ -21,7 +21,7 @@ import { iso } from '../lib/time';
 import { audit } from './audit';
 import { dayAfter, dayOf } from './days';
 import { ConsoleDeps, forbidden, notFound, render, stateOf } from './context';
-import { csrfField, notice } from './layout';
+import { csrfField, notice, scrollRegion } from './layout';
 import { ct } from './messages';
 import { allowed } from './roles';
 import { scopeOf } from './webhook-pages';
@@ -117,7 +117,7 @@ export async function sessionsPage(deps: ConsoleDeps, ctx: Context) {
     ${
       rows.length === 0
         ? html`<p>${ct(lang, 'no_sessions')}</p>`
-        : html`<div class="table-wrap">
+        : html`<div ${scrollRegion(ct(lang, 'payments_title'))}>
             <table>
               <thead>
                 <tr>
@@ -230,7 +230,7 @@ export async function sessionPage(deps: ConsoleDeps, ctx: Context, opts: PageOpt
       ${
         attempts.length === 0
           ? html`<p>${ct(lang, 'no_attempts')}</p>`
-          : html`<div class="table-wrap">
+          : html`<div ${scrollRegion(ct(lang, 'attempts'))}>
               <table>
                 <thead>
                   <tr>
@@ -260,7 +260,7 @@ export async function sessionPage(deps: ConsoleDeps, ctx: Context, opts: PageOpt
       ${
         refunds.length === 0
           ? html`<p>${ct(lang, 'no_refunds')}</p>`
-          : html`<div class="table-wrap">
+          : html`<div ${scrollRegion(ct(lang, 'refunds'))}>
               <table>
                 <thead>
                   <tr>

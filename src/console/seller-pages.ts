@@ -8,7 +8,7 @@ import { getOrder } from '../partner/orders';
 import { audit } from './audit';
 import { ConsoleDeps, forbidden, notFound, render, stateOf } from './context';
 import { lastUsedCell } from './last-used-cell';
-import { csrfField, notice } from './layout';
+import { csrfField, notice, scrollRegion } from './layout';
 import { ConsoleMessageKey, ct } from './messages';
 import { Move, MOVES, moveOrderOf } from './order-moves';
 import { allowed } from './roles';
@@ -73,7 +73,7 @@ export async function integrationsPage(
       ${
         keys.length === 0
           ? html`<p>${ct(lang, 'no_keys')}</p>`
-          : html`<div class="table-wrap">
+          : html`<div ${scrollRegion(ct(lang, 'keys_title'))}>
               <table>
                 <thead>
                   <tr>
@@ -216,7 +216,7 @@ export async function orderPage(
         ${order.tracking_number && html` · ${order.carrier} <span class="mono">${order.tracking_number}</span>`}
       </p>
       <h2>${ct(lang, 'items')}</h2>
-      <div class="table-wrap">
+      <div ${scrollRegion(ct(lang, 'items'))}>
         <table>
           <thead>
             <tr>

@@ -6,7 +6,7 @@ import { OpsError } from '../ops/errors';
 import { createInvite } from './accounts';
 import { audit } from './audit';
 import { ConsoleDeps, forbidden, render, stateOf } from './context';
-import { csrfField, notice } from './layout';
+import { csrfField, notice, scrollRegion } from './layout';
 import { ct } from './messages';
 import { consoleRoles, isConsoleRole } from './roles';
 
@@ -99,7 +99,7 @@ export async function usersPage(
           <p class="secret" id="invite-link-value">${opts.link.url}</p>
         </section>`
       }
-      <div class="table-wrap">
+      <div ${scrollRegion(ct(lang, 'users_title'))}>
         <table>
           <thead>
             <tr>

@@ -16,7 +16,7 @@ import { sendTestEvent } from '../webhooks/test-event';
 import { audit } from './audit';
 import { deliveryCursor, deliveryState, DeliveryState, deliveryStates, listDeliveries } from './delivery-list';
 import { ConsoleDeps, forbidden, notFound, render, stateOf } from './context';
-import { csrfField, notice } from './layout';
+import { csrfField, notice, scrollRegion } from './layout';
 import { ConsoleMessageKey, ct } from './messages';
 
 export const WEBHOOKS = '/console/developers/webhooks';
@@ -80,7 +80,7 @@ export async function webhooksPage(deps: ConsoleDeps, ctx: Context, opts: PageOp
       ${
         endpoints.length === 0
           ? html`<p>${ct(lang, 'no_endpoints')}</p>`
-          : html`<div class="table-wrap">
+          : html`<div ${scrollRegion(ct(lang, 'webhooks_title'))}>
               <table>
                 <thead>
                   <tr>
@@ -244,7 +244,7 @@ export async function endpointPage(deps: ConsoleDeps, ctx: Context, opts: PageOp
       ${
         deliveries.length === 0
           ? html`<p>${ct(lang, 'no_deliveries')}</p>`
-          : html`<div class="table-wrap">
+          : html`<div ${scrollRegion(ct(lang, 'deliveries'))}>
               <table>
                 <thead>
                   <tr>

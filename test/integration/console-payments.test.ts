@@ -1,6 +1,6 @@
 import { randomString } from '../../src/lib/ids';
 import { auditRows, ConsoleBrowser, consoleUser, TestConsoleUser } from '../helpers/console';
-import { createSession, payableBody, shopper, until } from '../helpers/checkout-payments';
+import { createSession, paidSession as paid, payableBody, until } from '../helpers/checkout-payments';
 import { buildMerchant, buildSeller } from '../helpers/factories';
 import { call } from '../helpers/http';
 import { startStack, Stack } from '../helpers/stack';
@@ -41,15 +41,8 @@ const json = (row: Record<string, unknown>) =>
     ]),
   );
 
-/** A session paid on the test gateway (Succeed button), as the shopper would. */
-async function paidSession(m: Merchant, over: Record<string, unknown> = {}) {
-  const s = await createSession(stack, m.secretKey, payableBody({ amount: 10000, ...over }));
-  const pub = shopper(stack, m.publishableKey);
-  const attempt = await pub('POST', `/sessions/${s.code}/attempts`, { body: { method: 'test' } });
-  await pub('POST', `/test-gateway/${attempt.body.attempt_id}/decide`, { body: { decision: 'succeeded' } });
-  await until(async () => (await sessionRead(m, s.id)).payment_status === 'paid', 'the payment');
-  return { ...(await sessionRead(m, s.id)), attemptId: attempt.body.attempt_id as string };
-}
+/** A session paid on the test gateway, on this file's stack. */
+const paidSession = (m: Merchant, over: Record<string, unknown> = {}) => paid(stack, m, over);
 
 describe('Payments › Sessions', () => {
   it('lists this mode’s sessions newest first, by status, reference id, created day and id; never another merchant’s or the other mode’s', async () => {
