@@ -44,38 +44,6 @@ export function deadlineInterceptor(callTimeoutMs: number): Interceptor {
 }
 
 /**
- * `nextCall` that answers a call on a closed connection with CANCELLED instead of throwing. The
- * SDK's retry interceptor starts a retry from a timer that `Connection.close()` does not clear; on
- * a closed channel the throw escaped as an uncaught exception (an API stopping while a call to an
- * unreachable server waited for its retry exited with an error).
- */
-function closedChannelSafe(nextCall: NextCall): NextCall {
-  return (options) => {
-    try {
-      return nextCall(options);
-    } catch (err) {
-      if (!(err instanceof Error) || err.message !== 'Channel has been shut down') throw err;
-      return endedCall(grpcStatus.CANCELLED, err.message);
-    }
-  };
-}
-
-/** A call that ends with `code` as soon as it starts, having sent nothing. */
-function endedCall(code: grpcStatus, details: string): ReturnType<NextCall> {
-  return {
-    start: (_metadata, listener) =>
-      void setImmediate(() => listener?.onReceiveStatus?.({ code, details, metadata: new Metadata() })),
-    cancelWithStatus: () => undefined,
-    getPeer: () => '',
-    sendMessageWithContext: () => undefined,
-    sendMessage: () => undefined,
-    startRead: () => undefined,
-    halfClose: () => undefined,
-    getAuthContext: () => null,
-  };
-}
-
-/**
  * When `err` is a Temporal call that ran out of time or found no server (rather than a refusal), the
  * deadline that ended it, by its setting's name (`none`: the server was unreachable).
  */
@@ -86,4 +54,52 @@ export function temporalDeadlineOf(err: unknown): string | undefined {
   // closed under the call), so the server is as unreachable as with UNAVAILABLE.
   if (status === 'UNAVAILABLE' || status === 'CANCELLED') return 'none';
   return undefined;
+}
+
+/**
+ * `nextCall` that answers a call on a closed connection with CANCELLED instead of throwing. The
+ * SDK's retry interceptor starts a retry from a timer that `Connection.close()` does not clear; on
+ * a closed channel the throw escaped as an uncaught exception (an API stopping while a call to an
+ * unreachable server waited for its retry exited with an error).
+ */
+function closedChannelSafe(nextCall: NextCall): NextCall {
+  return (options) => {
+    try {
+      return nextCall(options);
+    } catch (err) {
+      if (!isClosedChannelError(err)) throw err;
+      return endedCall(grpcStatus.CANCELLED, err.message);
+    }
+  };
+}
+
+/** What grpc-js throws when a call is made on a channel that was closed. */
+export function isClosedChannelError(err: unknown): err is Error {
+  return err instanceof Error && err.message === 'Channel has been shut down';
+}
+
+/**
+ * A call that ends with `code` as soon as it starts, having sent nothing: both an intercepting
+ * call (what `nextCall` returns) and a channel's call (what `createCall` returns).
+ */
+export function endedCall(
+  code: grpcStatus,
+  details: string,
+): ReturnType<NextCall> & {
+  getCallNumber(): number;
+  setCredentials(): void;
+} {
+  return {
+    start: (_metadata, listener) =>
+      void setImmediate(() => listener?.onReceiveStatus?.({ code, details, metadata: new Metadata() })),
+    cancelWithStatus: () => undefined,
+    getPeer: () => '',
+    sendMessageWithContext: () => undefined,
+    sendMessage: () => undefined,
+    startRead: () => undefined,
+    halfClose: () => undefined,
+    getAuthContext: () => null,
+    getCallNumber: () => 0,
+    setCredentials: () => undefined,
+  };
 }

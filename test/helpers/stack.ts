@@ -5,6 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { createServer, type Server } from 'node:http';
+import { type Client as GrpcClient, status as grpcStatus } from '@grpc/grpc-js';
+import type { Connection } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Logger, LogMetadata, WorkerDeploymentVersion } from '@temporalio/common';
 import { DefaultLogger, Runtime, type Worker } from '@temporalio/worker';
@@ -15,6 +17,7 @@ import type { AppDeps } from '../../src/deps';
 import { loadSettings, Settings } from '../../src/config';
 import { createDb, Db } from '../../src/db/knex';
 import { HandoffRelay, startHandoffRelay } from '../../src/temporal/handoff-relay';
+import { endedCall, isClosedChannelError } from '../../src/temporal/deadlines';
 import { handoffsForgotten } from '../../src/temporal/handoffs';
 import { registerSearchAttributes } from '../../src/temporal/search-attribute-setup';
 import { setLogLevel } from '../../src/lib/log';
@@ -123,6 +126,25 @@ function installQuietRuntime(): void {
   Runtime.install({ logger });
 }
 
+/**
+ * The SDK retries a failed call from a timer that `Connection.close()` does not clear; on the closed
+ * channel the retry threw from that timer and failed whichever suite's teardown it landed in
+ * ("Channel has been shut down"). The API's connection has `deadlineInterceptor`'s guard; the test
+ * environment's, built by the SDK, gets the same answer here: a call on its closed channel ends CANCELLED.
+ */
+export function endCallsAfterClose(connection: Connection): void {
+  const channel = (connection as unknown as { client: GrpcClient }).client.getChannel();
+  const createCall = channel.createCall.bind(channel);
+  channel.createCall = (...args) => {
+    try {
+      return createCall(...args);
+    } catch (err) {
+      if (!isClosedChannelError(err)) throw err;
+      return endedCall(grpcStatus.CANCELLED, err.message);
+    }
+  };
+}
+
 export interface StackOptions {
   /** The time-skipping test server (default), or a real dev server for visibility queries and the Web UI (real time). */
   temporal?: 'time-skipping' | 'dev-server';
@@ -154,6 +176,7 @@ export async function startStack(overrides: Record<string, string> = {}, options
     : await TestWorkflowEnvironment.createTimeSkipping({
         server: { executable: { type: 'existing-path', path: run.testServerPath } },
       });
+  endCallsAfterClose(env.connection);
   if (!devServer) await registerSearchAttributes(env.connection, env.namespace ?? 'default');
   const clock = testClock();
   const syncClock = async () => {

@@ -328,5 +328,5 @@ describe('retention', () => {
     expectError(await read(old.id), 404, 'event_not_found');
     expect((await read(young.id)).status).toBe(200);
     await janitor.terminate();
-  });
+  }, 180_000); // 30 days of hourly sweeps, each an activity: over a minute on a loaded machine
 });

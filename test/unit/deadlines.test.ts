@@ -3,6 +3,7 @@ import { createServer, AddressInfo } from 'node:net';
 import { status } from '@grpc/grpc-js';
 import { Connection } from '@temporalio/client';
 import { deadlineInterceptor, temporalDeadlineOf } from '../../src/temporal/deadlines';
+import { endCallsAfterClose } from '../helpers/stack';
 
 /** A node-postgres server error as knex rethrows it (the statement prefixed to its message). */
 const pgError = (code: string, message: string) =>
@@ -65,29 +66,45 @@ describe('temporalDeadlineOf', () => {
   });
 });
 
-describe('deadlineInterceptor', () => {
-  it('ends a call whose retry was due after its connection closed (no uncaught throw)', async () => {
-    // A port nothing listens on: the call fails UNAVAILABLE and the SDK waits to retry it.
-    const free = createServer();
-    await new Promise<void>((resolve) => free.listen(0, '127.0.0.1', resolve));
-    const { port } = free.address() as AddressInfo;
-    await new Promise((resolve) => free.close(resolve));
-    const connection = Connection.lazy({ address: `127.0.0.1:${port}`, interceptors: [deadlineInterceptor(10_000)] });
-    const uncaught: unknown[] = [];
-    const onUncaught = (err: unknown) => uncaught.push(err);
-    process.on('uncaughtException', onUncaught);
-    try {
-      const call = connection.workflowService.getSystemInfo({}).then(
-        () => 'answered',
-        (err: unknown) => (err as { code?: number }).code,
-      );
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      await connection.close();
-      expect(await call).toBe(status.CANCELLED);
-      await new Promise((resolve) => setTimeout(resolve, 1500));
-      expect(uncaught).toEqual([]);
-    } finally {
-      process.off('uncaughtException', onUncaught);
-    }
+/** A port nothing listens on: a call there fails UNAVAILABLE and the SDK waits to retry it. */
+async function deadPort(): Promise<number> {
+  const free = createServer();
+  await new Promise<void>((resolve) => free.listen(0, '127.0.0.1', resolve));
+  const { port } = free.address() as AddressInfo;
+  await new Promise((resolve) => free.close(resolve));
+  return port;
+}
+
+/** A call on `connection` closed while its retry waits: how it ended, and what escaped meanwhile. */
+async function closeDuringRetry(connection: Connection): Promise<{ ended: unknown; uncaught: unknown[] }> {
+  const uncaught: unknown[] = [];
+  const onUncaught = (err: unknown) => uncaught.push(err);
+  process.on('uncaughtException', onUncaught);
+  try {
+    const call = connection.workflowService.getSystemInfo({}).then(
+      () => 'answered',
+      (err: unknown) => (err as { code?: number }).code,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await connection.close();
+    const ended = await call;
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    return { ended, uncaught };
+  } finally {
+    process.off('uncaughtException', onUncaught);
+  }
+}
+
+describe('a connection closed while a call waits for its retry', () => {
+  it('ends the call CANCELLED on the API connection (deadlineInterceptor), nothing thrown', async () => {
+    const address = `127.0.0.1:${await deadPort()}`;
+    const connection = Connection.lazy({ address, interceptors: [deadlineInterceptor(10_000)] });
+    expect(await closeDuringRetry(connection)).toEqual({ ended: status.CANCELLED, uncaught: [] });
+  }, 10_000);
+
+  it("ends the call CANCELLED on the tests' environment connection (endCallsAfterClose), nothing thrown", async () => {
+    const connection = Connection.lazy({ address: `127.0.0.1:${await deadPort()}` });
+    endCallsAfterClose(connection);
+    expect(await closeDuringRetry(connection)).toEqual({ ended: status.CANCELLED, uncaught: [] });
   }, 10_000);
 });
