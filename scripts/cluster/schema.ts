@@ -133,3 +133,14 @@ export async function liveMembers(db: ClusterDatabase, withinSeconds = 30): Prom
     await client.end();
   }
 }
+
+/** Drops the cluster's two databases (a throwaway cluster of a test run or a bench, once stopped). */
+export async function dropClusterDatabases(db: ClusterDatabase): Promise<void> {
+  const client = await connect(db, 'postgres');
+  try {
+    for (const name of [db.database, db.visibilityDatabase])
+      await client.query(`DROP DATABASE IF EXISTS ${client.escapeIdentifier(name)} WITH (FORCE)`);
+  } finally {
+    await client.end();
+  }
+}
