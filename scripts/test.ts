@@ -13,7 +13,8 @@ import { findTemporalCli, findTestServer } from './toolchain';
  * checks below in order, all of them, against embedded Postgres unless DATABASE_URL is set. Extra
  * arguments go to jest (`npm test -- test/unit`). Exits 0 when every check passes, else with the
  * exit code of the last check that failed (jest's, when it fails); 1 at once when a needed
- * system package is missing and cannot be installed.
+ * system package is missing and cannot be installed. `--jest-only` first (`npm run test:cluster`
+ * passes it) runs jest alone, for a run whose checks an `npm test` before it passed.
  */
 
 interface Check {
@@ -137,7 +138,9 @@ async function removeTestPostgres(testPg: { pg: EmbeddedPg; dataDir: string }): 
 async function main(): Promise<number> {
   process.on('SIGINT', () => interrupt('SIGINT'));
   process.on('SIGTERM', () => interrupt('SIGTERM'));
-  const jestArgs = process.argv.slice(2);
+  const args = process.argv.slice(2);
+  const jestOnly = args[0] === '--jest-only';
+  const jestArgs = jestOnly ? args.slice(1) : args;
   if (!systemPackagesReady(jestArgs)) return 1;
   const env: NodeJS.ProcessEnv = {
     ...process.env,
@@ -149,7 +152,7 @@ async function main(): Promise<number> {
   const summaries: string[] = [];
   let exitCode = 0;
   try {
-    for (const check of checks(jestArgs)) {
+    for (const check of checks(jestArgs).filter((c) => !jestOnly || c.name === 'jest')) {
       if (interrupted) break;
       const code = await runCheck(check, env);
       if (code !== 0) exitCode = code;
