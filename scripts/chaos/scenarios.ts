@@ -1,4 +1,5 @@
 import { CLAIM_LEASE_MS } from '../../src/webhooks/queue';
+import { killClusterProcess, restartClusterProcess } from '../cluster/cluster';
 import { clockOffsetEnv } from './faults';
 import type { Dependency, ProcessName, Stack } from './stack';
 
@@ -28,6 +29,12 @@ export interface Scenario {
   recoveryS?: number;
   /** No alert of severity=page may fire (the flapping links). */
   noPage?: boolean;
+  /**
+   * A node fault of the Temporal cluster: runs only with `--cluster` (the stack on a cluster of its
+   * own), with session deadlines armed across it. `deadlineLateS`: how late a deadline that falls
+   * in the fault's window may fire (the others: DEADLINE_EXACT_S).
+   */
+  cluster?: { deadlineLateS: number };
   inject(stack: Stack): Promise<void>;
   heal(stack: Stack): Promise<void>;
 }
@@ -86,6 +93,12 @@ const FLAPPED: Array<[ProcessName, Dependency]> = [
   ['worker-a', 'pg'],
   ['worker-a', 'temporal'],
 ];
+
+/** A process of the stack's Temporal cluster killed with `signal`, and started again (same config and ports) at the heal. */
+const clusterNode = (name: string, signal: NodeJS.Signals) => ({
+  inject: async (stack: Stack) => killClusterProcess(stack.cluster!.dir, name, signal),
+  heal: async (stack: Stack) => restartClusterProcess(stack.cluster!.dir, name, stack.pg.url('postgres')),
+});
 
 export const SCENARIOS: readonly Scenario[] = [
   {
@@ -229,5 +242,32 @@ export const SCENARIOS: readonly Scenario[] = [
       clearInterval(flapping);
       for (const [p, d] of FLAPPED) stack.partitions.heal(stack.link(p, d).port);
     },
+  },
+  {
+    id: 'history-kill',
+    title: 'a Temporal history node SIGKILLed, started again 30 s later (its shards move to the other node and back)',
+    fast: false,
+    faultS: 30,
+    alerts: [],
+    cluster: { deadlineLateS: 20 },
+    ...clusterNode('history-1', 'SIGKILL'),
+  },
+  {
+    id: 'matching-kill',
+    title: 'a Temporal matching node SIGKILLed, started again 30 s later (its task queue partitions move and back)',
+    fast: false,
+    faultS: 30,
+    alerts: [],
+    cluster: { deadlineLateS: 20 },
+    ...clusterNode('matching-1', 'SIGKILL'),
+  },
+  {
+    id: 'frontend-restart',
+    title: 'the Temporal frontend restarted (SIGTERM, then started again at once)',
+    fast: false,
+    faultS: 0,
+    alerts: [],
+    cluster: { deadlineLateS: 20 },
+    ...clusterNode('frontend', 'SIGTERM'),
   },
 ];
