@@ -336,13 +336,16 @@ async function createNamespace(state: ClusterState, options: StartClusterOptions
     () => true,
     () => false,
   );
-  if (exists) return;
-  await cli(['operator', 'namespace', 'create', '--namespace', state.namespace, '--retention', options.retention]);
-  options.say(`  namespace ${state.namespace} created (retention ${options.retention})`);
-  // A namespace is served once every frontend's namespace cache has it (refreshed every few seconds).
+  if (!exists) {
+    await cli(['operator', 'namespace', 'create', '--namespace', state.namespace, '--retention', options.retention]);
+    options.say(`  namespace ${state.namespace} created (retention ${options.retention})`);
+  }
+  // A namespace is served once every frontend's namespace cache has it (refreshed every few
+  // seconds): `describe` reads the database and finds it at once, the search-attribute list goes
+  // through that cache (as starts do) and answers NOT_FOUND until it is refreshed.
   await waitFor(
     `namespace ${state.namespace} on the frontend`,
-    () => cli(['operator', 'namespace', 'describe', '--namespace', state.namespace]).then(() => true),
+    () => cli(['operator', 'search-attribute', 'list', '--namespace', state.namespace]).then(() => true),
     { timeoutMs: options.timeoutMs, intervalMs: 1000 },
   );
 }

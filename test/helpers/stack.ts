@@ -336,14 +336,18 @@ export async function startTestDevServer(
   };
 }
 
-/** Creates `namespace` on the cluster with the CLI, and waits until the frontend serves it. */
+/**
+ * Creates `namespace` on the cluster with the CLI, and waits until the frontend serves it: until
+ * its namespace cache has it, which the search-attribute list goes through (`describe` reads the
+ * database and finds it before).
+ */
 async function createNamespace(cli: string, address: string, namespace: string): Promise<void> {
   const run = (args: string[]) =>
     execFileAsync(cli, [...args, '--namespace', namespace, '--address', address], { timeout: 30_000 });
   await run(['operator', 'namespace', 'create', '--retention', '24h']);
   for (let tries = 0; ; tries++) {
     if (
-      await run(['operator', 'namespace', 'describe']).then(
+      await run(['operator', 'search-attribute', 'list']).then(
         () => true,
         () => false,
       )
