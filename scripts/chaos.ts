@@ -12,6 +12,7 @@ import {
   armDeadlines,
   type ArmedDeadline,
   DEADLINE_EVERY_MS,
+  deadlineHistory,
   type DeadlineOutcome,
   lateness,
   readDeadlines,
@@ -269,8 +270,15 @@ async function runScenario(stack: Stack, scenario: Scenario, rules: Map<string, 
       worstInsideMs: worst(insideDs),
       worstOutsideMs: worst(outsideDs),
     };
-    const allowed = (d: DeadlineOutcome) => (inWindow(d) ? scenario.cluster!.deadlineLateS : DEADLINE_EXACT_S) * 1000;
-    for (const d of deadlines.filter((x) => lateness(x) > allowed(x)))
+    const allowed = (d: DeadlineOutcome) =>
+      (inWindow(d) ? Math.max(scenario.cluster!.deadlineLateS, DEADLINE_EXACT_S) : DEADLINE_EXACT_S) * 1000;
+    const late = deadlines.filter((x) => lateness(x) > allowed(x));
+    // The latest ones' workflow histories, to see where the time went.
+    for (const d of [...late].sort((a, b) => lateness(b) - lateness(a)).slice(0, 3))
+      log(
+        `  late ${d.sessionId} (${secs(d.expiresAt - faultStart)} after the fault began): ${await deadlineHistory(stack, d)}`,
+      );
+    for (const d of late)
       f.push(
         d.expiredAt === null
           ? `session ${d.sessionId} (deadline ${secs(d.expiresAt - faultStart)} after the fault began) did not expire: ${d.status}`

@@ -20,8 +20,11 @@ import { repoRoot } from './processes';
  * finish within 90) must leave COLD_BUILD_MINUTES and SUITES_MINUTES, measured on this machine.
  */
 
-/** A cold `go install` of the release (docs/cluster.md, "Figures": 36 min at load 20, 20 at load 10). */
-const COLD_BUILD_MINUTES = 40;
+/**
+ * A cold `go install` of the release, modules downloaded (docs/cluster.md, "Figures": 36 and 70
+ * minutes measured on this 2-core machine shared with other builds): the larger.
+ */
+const COLD_BUILD_MINUTES = 70;
 /** The suites on the cluster, the run's own cluster's start and stop included. */
 const SUITES_MINUTES = 12;
 

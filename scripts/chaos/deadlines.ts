@@ -1,7 +1,9 @@
+import { Client as TemporalClient, Connection } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
 import { Client as PgClient } from 'pg';
 import { randomString } from '../../src/lib/ids';
 import { sessionBody } from '../upgrade/load';
-import type { Stack } from './stack';
+import { NAMESPACE, type Stack } from './stack';
 
 /**
  * Session deadlines across a fault: sessions whose `expires_at` falls every DEADLINE_EVERY_MS from
@@ -94,5 +96,31 @@ async function expect201or200(
     if (tries >= 5 || (res.status !== null && res.status < 500))
       throw new Error(`${method} ${path}: ${res.status ?? res.connectionError} ${res.text}`);
     await new Promise((r) => setTimeout(r, 1000));
+  }
+}
+
+/**
+ * What a late session's workflow did around its deadline, for the report: each history event with
+ * its time relative to the deadline (`+12.3 s TIMER_FIRED`), compact.
+ */
+export async function deadlineHistory(stack: Stack, d: DeadlineOutcome): Promise<string> {
+  const connection = await Connection.connect({ address: stack.temporalAddress, connectTimeout: '5s' });
+  try {
+    const client = new TemporalClient({ connection, namespace: NAMESPACE });
+    const history = await client.workflow.getHandle(d.sessionId).fetchHistory();
+    const types = temporal.api.enums.v1.EventType;
+    return (history.events ?? [])
+      .map((e) => {
+        const at = Number(e.eventTime?.seconds ?? 0) * 1000 + Math.floor((e.eventTime?.nanos ?? 0) / 1e6);
+        const offset = (at - d.expiresAt) / 1000;
+        const name = (types[e.eventType ?? 0] ?? String(e.eventType)).replace(/^EVENT_TYPE_/, '');
+        return `${offset >= 0 ? '+' : ''}${offset.toFixed(1)} s ${name}`;
+      })
+      .filter((line) => !line.startsWith('-') || line.includes('TIMER_STARTED'))
+      .join(', ');
+  } catch (err) {
+    return `history not read: ${err instanceof Error ? err.message : String(err)}`;
+  } finally {
+    await connection.close();
   }
 }

@@ -1,7 +1,7 @@
 import { CLAIM_LEASE_MS } from '../../src/webhooks/queue';
 import { killClusterProcess, restartClusterProcess } from '../cluster/cluster';
 import { clockOffsetEnv } from './faults';
-import type { Dependency, ProcessName, Stack } from './stack';
+import { type Dependency, NAMESPACE, type ProcessName, type Stack } from './stack';
 
 /**
  * A fault and what must hold around it. `inject` starts the fault, `heal` ends it; the suite keeps
@@ -94,10 +94,46 @@ const FLAPPED: Array<[ProcessName, Dependency]> = [
   ['worker-a', 'temporal'],
 ];
 
-/** A process of the stack's Temporal cluster killed with `signal`, and started again (same config and ports) at the heal. */
-const clusterNode = (name: string, signal: NodeJS.Signals) => ({
-  inject: async (stack: Stack) => killClusterProcess(stack.cluster!.dir, name, signal),
-  heal: async (stack: Stack) => restartClusterProcess(stack.cluster!.dir, name, stack.pg.url('postgres')),
+/** The cluster process a node fault killed, started again at its heal. */
+let killed = '';
+
+/**
+ * The process of `service` in the stack's cluster whose /metrics lines give the highest `weigh`:
+ * the history node owning the most shards, the matching node with the most of our task queue
+ * partitions loaded (the first on a tie or when none answers).
+ */
+async function heaviestNode(stack: Stack, service: string, weigh: (metrics: string) => number): Promise<string> {
+  const nodes = stack.cluster!.state.processes.filter((p) => p.service === service);
+  let heaviest = { name: nodes[0].name, weight: -1 };
+  for (const p of nodes) {
+    const text = await fetch(`http://127.0.0.1:${p.ports.metrics}/metrics`, { signal: AbortSignal.timeout(3000) })
+      .then((res) => res.text())
+      .catch(() => '');
+    const weight = weigh(text);
+    stack.logLine(`  ${p.name}: ${weight}`);
+    if (weight > heaviest.weight) heaviest = { name: p.name, weight };
+  }
+  return heaviest.name;
+}
+
+/** A history node's shards (`numshards_gauge`). */
+const shardsOwned = (metrics: string) => Number(/^numshards_gauge\{[^}]*\} (\d+)/m.exec(metrics)?.[1] ?? 0);
+/** A matching node's task queue partitions of our namespace that it loaded (one `task_queue_started` series each). */
+const ourPartitions = (metrics: string) =>
+  metrics.split('\n').filter((l) => l.startsWith('task_queue_started{') && l.includes(`namespace="${NAMESPACE}"`))
+    .length;
+
+/**
+ * A process of the stack's Temporal cluster (the one `pick` names) killed with `signal`, and started
+ * again on its own config and ports at the heal.
+ */
+const clusterNode = (pick: (stack: Stack) => Promise<string>, signal: NodeJS.Signals) => ({
+  inject: async (stack: Stack) => {
+    killed = await pick(stack);
+    stack.logLine(`  ${signal} to Temporal ${killed}`);
+    await killClusterProcess(stack.cluster!.dir, killed, signal);
+  },
+  heal: async (stack: Stack) => restartClusterProcess(stack.cluster!.dir, killed, stack.pg.url('postgres')),
 });
 
 export const SCENARIOS: readonly Scenario[] = [
@@ -244,22 +280,34 @@ export const SCENARIOS: readonly Scenario[] = [
     },
   },
   {
+    id: 'no-fault',
+    title: 'no fault for 30 s: the control of the node faults (their deadlines and answers under the same load)',
+    fast: false,
+    faultS: 30,
+    alerts: [],
+    cluster: { deadlineLateS: 0 },
+    inject: async () => undefined,
+    heal: async () => undefined,
+  },
+  {
     id: 'history-kill',
-    title: 'a Temporal history node SIGKILLed, started again 30 s later (its shards move to the other node and back)',
+    title:
+      'the Temporal history node owning the most shards SIGKILLed, started again 30 s later (its shards move to the other node and back)',
     fast: false,
     faultS: 30,
     alerts: [],
     cluster: { deadlineLateS: 20 },
-    ...clusterNode('history-1', 'SIGKILL'),
+    ...clusterNode((stack) => heaviestNode(stack, 'history', shardsOwned), 'SIGKILL'),
   },
   {
     id: 'matching-kill',
-    title: 'a Temporal matching node SIGKILLed, started again 30 s later (its task queue partitions move and back)',
+    title:
+      'the Temporal matching node with the most of our task queue partitions SIGKILLed, started again 30 s later (they move to the other node and back)',
     fast: false,
     faultS: 30,
     alerts: [],
     cluster: { deadlineLateS: 20 },
-    ...clusterNode('matching-1', 'SIGKILL'),
+    ...clusterNode((stack) => heaviestNode(stack, 'matching', ourPartitions), 'SIGKILL'),
   },
   {
     id: 'frontend-restart',
@@ -268,6 +316,6 @@ export const SCENARIOS: readonly Scenario[] = [
     faultS: 0,
     alerts: [],
     cluster: { deadlineLateS: 20 },
-    ...clusterNode('frontend', 'SIGTERM'),
+    ...clusterNode(async () => 'frontend', 'SIGTERM'),
   },
 ];

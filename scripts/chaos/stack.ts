@@ -62,6 +62,8 @@ export class Stack {
   readonly partitions = new Partitions();
   /** The database's own URL (not through a proxy), for the suite's checks. */
   databaseUrl = '';
+  /** Temporal's frontend, not through a proxy, for the suite's checks. */
+  temporalAddress = '';
   /** The tmpfs the database's tablespace lives on. */
   smallDisk = '';
   private pgPort = 0;
@@ -73,12 +75,12 @@ export class Stack {
   constructor(
     private readonly dir: string,
     readonly logDir: string,
-    private readonly log: (line: string) => void,
+    readonly logLine: (line: string) => void,
     readonly temporalKind: TemporalKind = 'dev server',
   ) {}
 
   async start(): Promise<void> {
-    const toxiproxyBinary = ensureToxiproxy(this.log);
+    const toxiproxyBinary = ensureToxiproxy(this.logLine);
     this.cleanups.push(() => this.partitions.close());
     this.cleanups.push(() => stopAll());
 
@@ -89,6 +91,7 @@ export class Stack {
     this.databaseUrl = this.pg.url(database);
 
     const temporal = await this.startTemporal();
+    this.temporalAddress = temporal.address;
 
     this.toxiproxy = await Toxiproxy.start(toxiproxyBinary, this.logDir);
     for (const p of PROCESSES) {
@@ -123,7 +126,7 @@ export class Stack {
       demos.push(JSON.parse(out.stdout));
     }
 
-    this.log(`Starting 2 workers and 2 APIs, each through its own proxies (logs in ${this.logDir})...`);
+    this.logLine(`Starting 2 workers and 2 APIs, each through its own proxies (logs in ${this.logDir})...`);
     await Promise.all(['worker-a', 'worker-b'].map((p) => this.startProcess(p as ProcessName)));
     await Promise.all(['api-a', 'api-b'].map((p) => this.startProcess(p as ProcessName)));
     this.balancer.start();
@@ -171,7 +174,7 @@ export class Stack {
   /** The stack's Temporal: its dev server, or a cluster of its own on the suite's Postgres (stopped at close). */
   private async startTemporal(): Promise<{ address: string }> {
     if (this.temporalKind === 'cluster') {
-      this.log("Starting a Temporal cluster of the suite's own (six processes) on its Postgres...");
+      this.logLine("Starting a Temporal cluster of the suite's own (six processes) on its Postgres...");
       this.cluster = await startOwnCluster({
         dataDir: join(repoRoot, '.data'),
         databaseUrl: this.pg.url('postgres'),
@@ -180,14 +183,14 @@ export class Stack {
         retention: NAMESPACE_RETENTION,
         temporalCli: findTemporalCli(),
         timeoutMs: 300_000,
-        say: (line) => this.log(`  ${line}`),
+        say: (line) => this.logLine(`  ${line}`),
       });
       const cluster = this.cluster;
       this.cleanups.push(() => cluster.close());
       return { address: cluster.state.address };
     }
     const [temporalPort, uiPort] = [await freePort(), await freePort()];
-    this.log(`Starting Temporal dev server on 127.0.0.1:${temporalPort}...`);
+    this.logLine(`Starting Temporal dev server on 127.0.0.1:${temporalPort}...`);
     return startTemporalDevServer({
       cli: findTemporalCli(),
       port: temporalPort,
@@ -304,14 +307,14 @@ export class Stack {
     await this.toxiproxy.reset();
     if (!this.pg.child.running) await this.startPostgres();
     for (const name of this.cluster ? stoppedClusterProcesses(this.cluster.dir) : []) {
-      this.log(`  Temporal ${name} was not running; starting it again`);
+      this.logLine(`  Temporal ${name} was not running; starting it again`);
       await restartClusterProcess(this.cluster!.dir, name, this.pg.url('postgres'));
     }
     for (const name of PROCESSES) {
       const s = this.services.get(name)!;
       s.child.signal('SIGCONT');
       if (!s.child.running) {
-        this.log(`  ${name} had exited (${s.child.report().split('\n')[0]}); starting it again`);
+        this.logLine(`  ${name} had exited (${s.child.report().split('\n')[0]}); starting it again`);
         this.balancer.remove(s);
         await this.startProcess(name);
       }
@@ -350,7 +353,7 @@ export class Stack {
     let busiest: ProcessName = 'worker-a';
     let most = -1;
     for (const { name, sum = 0 } of await this.workerSums(select)) {
-      this.log(`  ${name}: ${sum} delivery activities running`);
+      this.logLine(`  ${name}: ${sum} delivery activities running`);
       if (sum > most) [busiest, most] = [name, sum];
     }
     return busiest;
@@ -372,7 +375,7 @@ export class Stack {
       try {
         await step();
       } catch (err) {
-        this.log(`cleanup: ${String(err)}`);
+        this.logLine(`cleanup: ${String(err)}`);
       }
     }
   }
