@@ -31,10 +31,11 @@ export interface Scenario {
   noPage?: boolean;
   /**
    * A node fault of the Temporal cluster: runs only with `--cluster` (the stack on a cluster of its
-   * own), with session deadlines armed across it. `deadlineLateS`: how late a deadline that falls
-   * in the fault's window may fire (the others: DEADLINE_EXACT_S).
+   * own), with session deadlines armed across it. `deadlineLateS`: how much later than the no-fault
+   * control's latest a deadline that falls in the fault's window may expire (the others:
+   * DEADLINE_EXACT_S), and why.
    */
-  cluster?: { deadlineLateS: number };
+  cluster?: { deadlineLateS: number; why?: string };
   inject(stack: Stack): Promise<void>;
   heal(stack: Stack): Promise<void>;
 }
@@ -296,7 +297,10 @@ export const SCENARIOS: readonly Scenario[] = [
     fast: false,
     faultS: 30,
     alerts: [],
-    cluster: { deadlineLateS: 20 },
+    cluster: {
+      deadlineLateS: 40,
+      why: 'a workflow task in flight when its shard moves is lost and times out (10 s), once as the shards move away and once as they come back, plus the membership noticing the dead node',
+    },
     ...clusterNode((stack) => heaviestNode(stack, 'history', shardsOwned), 'SIGKILL'),
   },
   {
@@ -306,7 +310,10 @@ export const SCENARIOS: readonly Scenario[] = [
     fast: false,
     faultS: 30,
     alerts: [],
-    cluster: { deadlineLateS: 20 },
+    cluster: {
+      deadlineLateS: 20,
+      why: 'a task dispatched from a partition of the dead node is lost and times out (10 s), plus the membership noticing it',
+    },
     ...clusterNode((stack) => heaviestNode(stack, 'matching', ourPartitions), 'SIGKILL'),
   },
   {
@@ -315,7 +322,10 @@ export const SCENARIOS: readonly Scenario[] = [
     fast: false,
     faultS: 0,
     alerts: [],
-    cluster: { deadlineLateS: 20 },
+    cluster: {
+      deadlineLateS: 10,
+      why: 'a workflow task whose completion the stopping frontend refused times out (10 s)',
+    },
     ...clusterNode(async () => 'frontend', 'SIGTERM'),
   },
 ];

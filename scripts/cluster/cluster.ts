@@ -16,7 +16,7 @@ import {
   type ProcessPorts,
   type ServicePorts,
 } from './config';
-import { dropClusterDatabases, ensureSchema, liveMembers, type Member } from './schema';
+import { dropClusterDatabases, ensureSchema, hasClusterMetadata, liveMembers, type Member } from './schema';
 import {
   CLUSTER_PROCESSES,
   HISTORY_SHARDS,
@@ -149,7 +149,10 @@ export async function startCluster(options: StartClusterOptions): Promise<Starte
     processes: [],
   };
   try {
-    for (const p of CLUSTER_PROCESSES) {
+    // On new databases the first process writes the cluster's metadata record; two writing it at
+    // once fail one of them ("Failed to apply cluster metadata"), so the others wait for it.
+    const fresh = !(await hasClusterMetadata(db));
+    for (const [i, p] of CLUSTER_PROCESSES.entries()) {
       const configFile = join(dir, `${p.name}.yaml`);
       const log = join(dir, `${p.name}.log`);
       const config = serverConfig(p.service, ports.get(p.name)!, peers, db, state.historyShards);
@@ -163,8 +166,9 @@ export async function startCluster(options: StartClusterOptions): Promise<Starte
         config: configFile,
         log,
       });
+      writeState(dir, state);
+      if (i === 0 && fresh) await untilMetadataWritten(state.processes[0], db, options.timeoutMs);
     }
-    writeState(dir, state);
     const members = await waitUntilServing(state, db, options);
     await createNamespace(state, options);
     await createSearchAttributes(state, options);
@@ -213,6 +217,22 @@ function spawnServer(dir: string, name: string, service: string, config: string,
   if (child.pid === undefined) throw new Error(`could not start ${serverBinary}`);
   writeFileSync(join(dir, `${name}.pid`), `${child.pid}\n`);
   return child.pid;
+}
+
+/** Until the first process of a new cluster has written the cluster metadata record (or exited). */
+async function untilMetadataWritten(
+  first: ClusterState['processes'][number],
+  db: ClusterDatabase,
+  timeoutMs: number,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await hasClusterMetadata(db))) {
+    if (!isOurs(first.pid))
+      throw new Error(`Temporal ${first.name} exited. Last lines of ${first.log}:\n${logTail(first.log, 5)}`);
+    if (Date.now() > deadline)
+      throw new Error(`Temporal ${first.name} wrote no cluster metadata within ${timeoutMs / 1000} s.`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
 }
 
 /**

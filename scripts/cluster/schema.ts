@@ -144,3 +144,13 @@ export async function dropClusterDatabases(db: ClusterDatabase): Promise<void> {
     await client.end();
   }
 }
+
+/** True once a process of the cluster has written its cluster metadata (its first start on the databases). */
+export async function hasClusterMetadata(db: ClusterDatabase): Promise<boolean> {
+  const client = await connect(db, db.database);
+  try {
+    return (await client.query('SELECT 1 FROM cluster_metadata_info LIMIT 1')).rowCount === 1;
+  } finally {
+    await client.end();
+  }
+}
