@@ -296,6 +296,9 @@ export const SCENARIOS: readonly Scenario[] = [
       'the Temporal history node owning the most shards SIGKILLed, started again 30 s later (its shards move to the other node and back)',
     fast: false,
     faultS: 30,
+    // The restarted node takes its shards back: calls to their workflows fail ("Workflow is busy",
+    // or the API's 5 s call deadline) until each shard is acquired again, seconds on a loaded machine.
+    recoveryS: 30,
     alerts: [],
     cluster: {
       deadlineLateS: 40,
