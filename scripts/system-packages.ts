@@ -55,6 +55,19 @@ export const SYSTEM_PACKAGES: readonly SystemPackage[] = [
     neededBy: /[\\/]scripts[\\/]chaos\.ts$|[\\/]test[\\/]integration[\\/]dependency-probes\.test\.ts$/,
     why: "npm run chaos and the dependency probes test move a process's clock with libfaketime",
   },
+  // npm run image:check (scripts/image-check.ts) builds and runs the image without a container engine.
+  {
+    debian: 'buildah',
+    binaries: ['buildah'],
+    neededBy: /[\\/]scripts[\\/]image-check\.ts$/,
+    why: 'npm run image:check builds the Dockerfile with buildah',
+  },
+  {
+    debian: 'debootstrap',
+    binaries: ['debootstrap'],
+    neededBy: /[\\/]scripts[\\/]image-check\.ts$/,
+    why: "npm run image:check makes the base image's Debian rootfs with debootstrap",
+  },
 ];
 
 /** Environment variables that point at a binary directly (a build of your own, another path). */

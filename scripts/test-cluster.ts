@@ -63,8 +63,8 @@ async function main(): Promise<number> {
   const code = await new Promise<number>((resolveCode) => {
     const child = spawn(
       process.execPath,
-      [join(repoRoot, 'scripts', 'bootstrap.js'), 'test', '--jest-only', ...CLUSTER_SUITES, ...jestArgs],
-      { cwd: repoRoot, env: { ...process.env, TEMPORAL_MODE: 'cluster' }, stdio: 'inherit' },
+      [join(repoRoot, 'scripts', 'bootstrap.js'), 'test', ...CLUSTER_SUITES, ...jestArgs],
+      { cwd: repoRoot, env: { ...process.env, TEMPORAL_MODE: 'cluster', TEST_CHECKS: 'jest' }, stdio: 'inherit' },
     );
     for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => child.kill(signal));
     child.once('exit', (exitCode, signal) => resolveCode(exitCode ?? (signal ? 1 : 0)));

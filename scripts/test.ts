@@ -13,8 +13,8 @@ import { findTemporalCli, findTestServer } from './toolchain';
  * checks below in order, all of them, against embedded Postgres unless DATABASE_URL is set. Extra
  * arguments go to jest (`npm test -- test/unit`). Exits 0 when every check passes, else with the
  * exit code of the last check that failed (jest's, when it fails); 1 at once when a needed
- * system package is missing and cannot be installed. `--jest-only` first (`npm run test:cluster`
- * passes it) runs jest alone, for a run whose checks an `npm test` before it passed.
+ * system package is missing and cannot be installed. `TEST_CHECKS=jest` (comma-separated names)
+ * runs only the checks named: for scripts that run tests for what they produce (screenshots).
  */
 
 interface Check {
@@ -152,7 +152,8 @@ async function main(): Promise<number> {
   const summaries: string[] = [];
   let exitCode = 0;
   try {
-    for (const check of checks(jestArgs).filter((c) => !jestOnly || c.name === 'jest')) {
+    const only = process.env.TEST_CHECKS?.split(',').map((name) => name.trim());
+    for (const check of checks(jestArgs).filter((c) => !only || only.includes(c.name))) {
       if (interrupted) break;
       const code = await runCheck(check, env);
       if (code !== 0) exitCode = code;

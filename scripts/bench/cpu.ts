@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import type { Db } from '../../src/db/knex';
 
 /** Linux clock ticks per second (`getconf CLK_TCK`), the unit of /proc/<pid>/stat times. */
@@ -16,8 +16,37 @@ function readStat(pid: number): { ppid: number; ticks: number } | null {
   }
 }
 
-/** CPU ticks of every process in the trees rooted at `roots` (the roots and their descendants), by pid. */
-export function treeTicks(roots: number[]): Map<number, number> {
+/** Whether the kernel lists each thread's children (`/proc/<pid>/task/<tid>/children`, CONFIG_PROC_CHILDREN). */
+const childrenListed = existsSync(`/proc/${process.pid}/task/${process.pid}/children`);
+
+/** The direct children of `pid` (of all its threads), or none when it is gone. */
+function childrenOf(pid: number): number[] {
+  try {
+    return readdirSync(`/proc/${pid}/task`).flatMap((tid) =>
+      readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').split(' ').filter(Boolean).map(Number),
+    );
+  } catch {
+    return [];
+  }
+}
+
+/** The processes of the trees rooted at `roots`, walked down from them: a few files, not all of /proc. */
+function walkTrees(roots: number[]): Map<number, number> {
+  const ticks = new Map<number, number>();
+  const pending = [...roots];
+  while (pending.length > 0) {
+    const pid = pending.pop()!;
+    if (ticks.has(pid)) continue;
+    const stat = readStat(pid);
+    if (!stat) continue;
+    ticks.set(pid, stat.ticks);
+    pending.push(...childrenOf(pid));
+  }
+  return ticks;
+}
+
+/** The same from one read of every process's stat, for kernels that do not list children. */
+function scanTrees(roots: number[]): Map<number, number> {
   const stats = new Map<number, { ppid: number; ticks: number }>();
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
@@ -34,6 +63,11 @@ export function treeTicks(roots: number[]): Map<number, number> {
     return false;
   };
   return new Map([...stats].filter(([pid]) => inTree(pid)).map(([pid, s]) => [pid, s.ticks]));
+}
+
+/** CPU ticks of every process in the trees rooted at `roots` (the roots and their descendants), by pid. */
+export function treeTicks(roots: number[]): Map<number, number> {
+  return childrenListed ? walkTrees(roots) : scanTrees(roots);
 }
 
 /**
@@ -65,28 +99,56 @@ export class CpuMeter {
 /** Process groups to meter: each name's pids (the roots of its trees) when sampled. */
 export type CpuGroups = Record<string, () => Promise<number[]>>;
 
+/** The CPU time every process of the machine has spent (user, nice, system, irq, softirq, steal), from /proc/stat. */
+function machineTicks(): number {
+  try {
+    const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+    const [user, nice, system, , , irq, softirq, steal] = fields;
+    return user + nice + system + irq + softirq + (steal ?? 0);
+  } catch {
+    return 0; // not Linux
+  }
+}
+
 /**
  * Meters the CPU time of each group from now, sampling every second, plus this process's own
- * (`self`, when named); `stop()` returns seconds per group, in the order given.
+ * (`self`, when named) less what the sampling itself cost, so that a bench's figure for the code
+ * it runs in-process does not carry its meter, plus (`others`, when named) what every other process
+ * of the machine spent meanwhile, so that a run on a busy machine says so; `stop()` returns seconds
+ * per group, in the order given, then self's, then the others'.
  */
 export async function meterCpu(
   groups: CpuGroups,
   self?: string,
+  others?: string,
 ): Promise<{ stop(): Promise<Array<[string, number]>> }> {
   const meters = Object.entries(groups).map(([name, roots]) => ({ name, roots, meter: new CpuMeter() }));
+  let samplingMicros = 0;
   const sample = async () => {
-    for (const { roots, meter } of meters) meter.sample(treeTicks(await roots()));
+    for (const { roots, meter } of meters) {
+      const pids = await roots();
+      const before = process.cpuUsage();
+      meter.sample(treeTicks(pids));
+      const spent = process.cpuUsage(before);
+      samplingMicros += spent.user + spent.system;
+    }
   };
   await sample();
   const timer = setInterval(() => void sample().catch(() => undefined), 1000);
   const before = process.cpuUsage();
+  const machineBefore = machineTicks();
   return {
     async stop() {
       clearInterval(timer);
       await sample();
+      const machine = (machineTicks() - machineBefore) / TICKS_PER_SECOND;
       const own = process.cpuUsage(before);
+      const ownSeconds = (own.user + own.system) / 1e6;
       const split: Array<[string, number]> = meters.map(({ name, meter }) => [name, meter.seconds()]);
-      if (self) split.push([self, (own.user + own.system) / 1e6]);
+      const metered = split.reduce((sum, [, seconds]) => sum + seconds, 0);
+      if (self) split.push([self, Math.max(0, ownSeconds - samplingMicros / 1e6)]);
+      // This process's own time (its sampling included) is the bench's, not another process's.
+      if (others) split.push([others, Math.max(0, machine - metered - ownSeconds)]);
       return split;
     },
   };

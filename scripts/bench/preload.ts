@@ -167,11 +167,14 @@ export async function preload(
   );
 
   const products = n(preloadCounts.products);
+  // Product ids are time-ordered and lists read them newest first: a year of products is older
+  // than today's fixtures (ids that sort before any of this era's, '00…'), so the first page shows
+  // the same products on the empty and the loaded database and the two figures compare the same work.
   const perProduct = preloadCounts.variantsPerProduct;
   await step(
     'products',
     `INSERT INTO products (id, seller_id, title, handle, status, description, created_at, updated_at)
-     SELECT 'prod_load' || lpad(i::text, 10, '0'), ${tenantOf('i')}, 'Loaded product ' || i, 'loaded-product-' || i,
+     SELECT 'prod_00load' || lpad(i::text, 10, '0'), ${tenantOf('i')}, 'Loaded product ' || i, 'loaded-product-' || i,
             (ARRAY['draft', 'proposed', 'published', 'rejected'])[1 + i % 4], 'Preloaded for bench:scale', now(), now()
        FROM generate_series(1, $3::bigint) AS i`,
     [...sellerParams, products],
@@ -179,7 +182,7 @@ export async function preload(
   await step(
     'variants',
     `INSERT INTO variants (id, offer_id, product_id, seller_id, sku, options, price, variant_count)
-     SELECT 'var_load' || lpad(v::text, 11, '0'), 'off_load' || lpad(v::text, 11, '0'), 'prod_load' || lpad(p::text, 10, '0'),
+     SELECT 'var_load' || lpad(v::text, 11, '0'), 'off_load' || lpad(v::text, 11, '0'), 'prod_00load' || lpad(p::text, 10, '0'),
             ${tenantOf('p')}, 'LOAD-' || p || '-' || k, jsonb_build_object('Size', 'S' || k), 1000 + v % 50000, $4::int
        FROM generate_series(1, $3::bigint) AS p, generate_series(1, $4::int) AS k, LATERAL (SELECT (p - 1) * $4::int + k AS v) AS x`,
     [...sellerParams, products, perProduct],

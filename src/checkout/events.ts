@@ -110,6 +110,8 @@ export const listedEvents = (db: Db, scope: { merchantId: string; mode: KeyMode 
 export interface EventListOptions {
   type?: string;
   since?: Date;
+  /** Only events created before this time (the console's date range; `GET /events` has no such filter). */
+  until?: Date;
   /** false: events some endpoint waits for after a failure; true: events no endpoint waits for that way. */
   deliverySuccess?: boolean;
   after?: Keyset;
@@ -127,6 +129,7 @@ export async function listEvents(db: Db, scope: { merchantId: string; mode: KeyM
   const query = listedEvents(db, scope, opts.type).where(retained(db));
 
   if (opts.since !== undefined) query.andWhere('created_at', '>=', opts.since);
+  if (opts.until !== undefined) query.andWhere('created_at', '<', opts.until);
   if (opts.deliverySuccess === true) {
     query.whereNotExists((q) =>
       q.select(db.raw('1')).from('webhook_undelivered as u').whereRaw('u.event_id = events.id'),
@@ -150,6 +153,7 @@ async function listUndelivered(db: Db, scope: { merchantId: string; mode: KeyMod
       { column: 'event_id', order },
     ]);
   if (opts.since !== undefined) undelivered.andWhere('event_created_at', '>=', opts.since);
+  if (opts.until !== undefined) undelivered.andWhere('event_created_at', '<', opts.until);
   const query = db
     .from(undelivered.as('u'))
     // On the event's time too: each row's lookup then reads only its day's partition.

@@ -61,7 +61,7 @@ export function publicRoutes(router: Router, deps: AppDeps, adapters: PublicAdap
   let own: AttemptStreamHub | undefined;
   const streams = () => deps.attemptStreams ?? (own ??= new AttemptStreamHub({ db }));
   const perIp = rateLimit(db, clock, 'public-ip', publicLimits.perIp, (ctx) => `public-ip:${ctx.ip}`);
-  const pub = [noStore, perIp, publishableKeyAuth(db)];
+  const pub = [noStore, perIp, publishableKeyAuth(db, clock)];
   const token = (ctx: { get(name: string): string }) => ctx.get(CUSTOMER_TOKEN_HEADER) || undefined;
   const otp = { body: otpRequestIn };
   const verify = { body: otpVerifyIn };

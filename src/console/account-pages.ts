@@ -3,7 +3,7 @@ import { html } from '../hosted/html';
 import { iso } from '../lib/time';
 import { audit, auditPage } from './audit';
 import { ConsoleDeps, forbidden, render, stateOf } from './context';
-import { csrfField } from './layout';
+import { csrfField, scrollRegion } from './layout';
 import { ct } from './messages';
 import { liveSessions, revokeSession } from './sessions';
 
@@ -14,7 +14,7 @@ export async function sessionsPage(deps: ConsoleDeps, ctx: Context) {
     ctx,
     200,
     ct(lang, 'sessions_title'),
-    html`<div class="table-wrap">
+    html`<div ${scrollRegion(ct(lang, 'sessions_title'))}>
       <table>
         <thead>
           <tr>
@@ -74,7 +74,7 @@ export async function auditLogPage(deps: ConsoleDeps, ctx: Context) {
     ctx,
     200,
     ct(lang, 'audit_title'),
-    html`<div class="table-wrap">
+    html`<div ${scrollRegion(ct(lang, 'audit_title'))}>
       <table>
         <thead>
           <tr>

@@ -80,6 +80,7 @@ export async function openInvite(db: Db, cipher: SecretCipher, token: string, no
   const row = await db('console_invites')
     .where({ token_hash: tokenHash(token) })
     .whereNull('used_at')
+    .whereNull('revoked_at')
     .where('expires_at', '>', now)
     .first();
   if (!row) return null;
@@ -121,6 +122,7 @@ export async function acceptInvite(
     const used = await trx('console_invites')
       .where({ id: invite.id })
       .whereNull('used_at')
+      .whereNull('revoked_at')
       .update({ used_at: input.now })
       .returning('id');
     if (used.length === 0) return 'invalid_invite' as const;

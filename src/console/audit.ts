@@ -1,6 +1,7 @@
 import type { Context } from 'koa';
 import type { Db } from '../db/knex';
 import { log } from '../lib/log';
+import { storableText } from '../lib/text';
 import { consoleActions } from '../telemetry/console';
 import type { ConsoleUser } from './accounts';
 
@@ -32,7 +33,8 @@ export async function audit(
     seller_id: tenant?.seller_id ?? null,
     merchant_id: tenant?.merchant_id ?? null,
     action: entry.action,
-    target: entry.target ?? null,
+    // A target can come from a URL or a form (refusals): text Postgres can hold, bounded.
+    target: entry.target == null ? null : storableText(entry.target).slice(0, 200),
     outcome: entry.outcome,
     ip: ctx.ip,
     user_agent: ctx.get('user-agent').slice(0, 400),

@@ -5,7 +5,7 @@ import { acceptInvite, checkPassword, checkSecondFactor, openInvite, userById } 
 import { audit } from './audit';
 import { ConsoleDeps, message, render, stateOf } from './context';
 import { csrfField, notice } from './layout';
-import { ct } from './messages';
+import { ConsoleMessageKey, ct } from './messages';
 import { passwordProblem } from './passwords';
 import { SESSION_COOKIE, setHostCookie, sessionCsrfToken } from './security';
 import { totpUri } from './totp';
@@ -95,16 +95,48 @@ export async function signIn(deps: ConsoleDeps, ctx: Context) {
   ctx.redirect('/console/sign-in/verify');
 }
 
-/** Re-authentication's form: password and a code, returning to `next`. */
-function reauthForm(ctx: Context, status: number, next: string, error: string | null) {
+/**
+ * A passkey form (hidden until the page's script finds the browser can use passkeys): asks
+ * `options` for a challenge, runs the browser's prompt and posts the answer to `action`.
+ */
+function passkeySection(ctx: Context, action: string, options: string, prompt: ConsoleMessageKey) {
   const { lang, csrf } = stateOf(ctx);
+  return html`<section data-passkey-section hidden>
+    <form
+      method="post"
+      action="${action}"
+      class="stack"
+      data-passkey="authenticate"
+      data-options="${options}"
+      data-failed="${ct(lang, 'passkey_failed')}"
+    >
+      ${csrfField(csrf)}
+      <input type="hidden" name="response" value="" />
+      <p>${ct(lang, prompt)}</p>
+      <p class="notice notice-error" role="alert" data-passkey-status hidden></p>
+      <button type="submit">${ct(lang, 'use_passkey')}</button>
+    </form>
+  </section>`;
+}
+
+const PASSKEY_SCRIPTS = ['simplewebauthn-browser.js', 'console-passkeys.js'] as const;
+
+/**
+ * Re-authentication's page: password and a code, and for a user with a passkey a passkey form
+ * (the passkey alone re-authenticates: docs/decisions.md); both return to `next`.
+ */
+async function reauthForm(deps: ConsoleDeps, ctx: Context, status: number, next: string, error: string | null) {
+  const { lang, csrf, session } = stateOf(ctx);
+  const withPasskey = await hasPasskey(deps.db, session!.user.id);
+  const back = `?next=${encodeURIComponent(next)}`;
   render(
     ctx,
     status,
     ct(lang, 'reauth_title'),
     html`${notice('error', error)}
+      ${withPasskey && passkeySection(ctx, `/console/reauth/passkey${back}`, '/console/reauth/passkey/options', 'reauth_passkey')}
       <p>${ct(lang, 'reauth_help', { minutes: REAUTH_WINDOW_MS / 60_000 })}</p>
-      <form method="post" action="/console/reauth?next=${encodeURIComponent(next)}" class="stack">
+      <form method="post" action="/console/reauth${back}" class="stack">
         ${csrfField(csrf)}
         <label
           >${ct(lang, 'password')} <input type="password" name="password" autocomplete="current-password" required
@@ -114,6 +146,8 @@ function reauthForm(ctx: Context, status: number, next: string, error: string | 
         /></label>
         <button type="submit">${ct(lang, 'verify')}</button>
       </form>`,
+    undefined,
+    withPasskey ? [...PASSKEY_SCRIPTS] : undefined,
   );
 }
 
@@ -129,25 +163,7 @@ async function secondStepPage(deps: ConsoleDeps, ctx: Context, status: number, e
     status,
     ct(lang, 'verify_title'),
     html`${notice('error', error)}
-      ${
-        withPasskey &&
-        html`<section data-passkey-section hidden>
-          <form
-            method="post"
-            action="/console/sign-in/passkey"
-            class="stack"
-            data-passkey="authenticate"
-            data-options="/console/sign-in/passkey/options"
-            data-failed="${ct(lang, 'passkey_failed')}"
-          >
-            ${csrfField(csrf)}
-            <input type="hidden" name="response" value="" />
-            <p>${ct(lang, 'passkey_sign_in')}</p>
-            <p class="notice notice-error" role="alert" data-passkey-status hidden></p>
-            <button type="submit">${ct(lang, 'use_passkey')}</button>
-          </form>
-        </section>`
-      }
+      ${withPasskey && passkeySection(ctx, '/console/sign-in/passkey', '/console/sign-in/passkey/options', 'passkey_sign_in')}
       <p>${ct(lang, 'verify_help')}</p>
       <form method="post" action="/console/sign-in/verify" class="stack">
         ${csrfField(csrf)}
@@ -157,7 +173,7 @@ async function secondStepPage(deps: ConsoleDeps, ctx: Context, status: number, e
         <button type="submit">${ct(lang, 'verify')}</button>
       </form>`,
     undefined,
-    withPasskey ? ['simplewebauthn-browser.js', 'console-passkeys.js'] : undefined,
+    withPasskey ? [...PASSKEY_SCRIPTS] : undefined,
   );
 }
 
@@ -278,8 +294,37 @@ export async function signOut(deps: ConsoleDeps, ctx: Context) {
 const safeNext = (next: unknown) =>
   typeof next === 'string' && /^\/console(\/[A-Za-z0-9/_-]*)?$/.test(next) ? next : '/console';
 
-export function reauthPage(ctx: Context) {
-  reauthForm(ctx, 200, safeNext(ctx.query.next), null);
+export function reauthPage(deps: ConsoleDeps, ctx: Context) {
+  return reauthForm(deps, ctx, 200, safeNext(ctx.query.next), null);
+}
+
+/**
+ * A re-authentication try (password and code, or a passkey), counted with the second-factor tries
+ * of the session (SIGN_IN_LIMITS.perSession); past the limit, 429 and the page again. False when
+ * the request was answered here.
+ */
+async function reauthAllowed(deps: ConsoleDeps, ctx: Context, next: string, now: Date): Promise<boolean> {
+  const { lang, session } = stateOf(ctx);
+  const tries = await hit(deps.db, `console-2fa:${session!.id}`, SIGN_IN_LIMITS.perSession, now);
+  if (tries.allowed) return true;
+  ctx.set('Retry-After', String(tries.retryAfter));
+  await reauthForm(deps, ctx, 429, next, ct(lang, 'throttled', { minutes: Math.ceil(tries.retryAfter / 60) }));
+  return false;
+}
+
+/** Re-authenticated: the session's clock restarts, the audit log says by which factor, and back to `next`. */
+async function reauthenticated(
+  deps: ConsoleDeps,
+  ctx: Context,
+  now: Date,
+  next: string,
+  detail: Record<string, unknown>,
+) {
+  const s = stateOf(ctx).session!;
+  await markReauthenticated(deps.db, s.id, now);
+  await audit(deps.db, ctx, { user: s.user, action: 'reauthenticate', outcome: 'success', detail, at: now });
+  ctx.status = 303;
+  ctx.redirect(next);
 }
 
 export async function reauth(deps: ConsoleDeps, ctx: Context) {
@@ -287,28 +332,61 @@ export async function reauth(deps: ConsoleDeps, ctx: Context) {
   const s = session!;
   const now = deps.clock();
   const next = safeNext(ctx.query.next);
-  const again = (status: number, error: string) => reauthForm(ctx, status, next, error);
-  const tries = await hit(deps.db, `console-2fa:${s.id}`, SIGN_IN_LIMITS.perSession, now);
-  if (!tries.allowed)
-    return throttled(ctx, tries.retryAfter, () =>
-      again(429, ct(lang, 'throttled', { minutes: Math.ceil(tries.retryAfter / 60) })),
-    );
+  const again = (status: number, error: string) => reauthForm(deps, ctx, status, next, error);
+  if (!(await reauthAllowed(deps, ctx, next, now))) return;
   const byPassword = await checkPassword(deps.db, s.user.email, field(ctx, 'password'));
   const factor = byPassword && (await checkSecondFactor(deps.db, deps.cipher, s.user.id, field(ctx, 'code'), now));
   if (!byPassword || !factor) {
     await audit(deps.db, ctx, { user: s.user, action: 'reauthenticate', outcome: 'failed', at: now });
     return again(401, ct(lang, byPassword ? 'bad_code' : 'bad_credentials'));
   }
-  await markReauthenticated(deps.db, s.id, now);
-  await audit(deps.db, ctx, {
-    user: s.user,
-    action: 'reauthenticate',
-    outcome: 'success',
-    detail: { factor },
-    at: now,
+  await reauthenticated(deps, ctx, now, next, { factor });
+}
+
+/** The options (JSON) for re-authenticating with a passkey: user verification required; 404 without any passkey. */
+export async function reauthPasskeyOptions(deps: ConsoleDeps, ctx: Context) {
+  const { session } = stateOf(ctx);
+  const options = await authenticationOptions(
+    deps.db,
+    relyingParty(deps.origin),
+    session!.user.id,
+    session!.id,
+    deps.clock(),
+    'reauth',
+  );
+  if (!options) return message(ctx, 404, 'not_found_title', 'not_found_body');
+  ctx.status = 200;
+  ctx.body = options;
+}
+
+/**
+ * A passkey's assertion (with user verification) re-authenticates the session as password and
+ * code do: against a challenge of this session for `reauth`, used once, the counter checked.
+ */
+export async function reauthPasskey(deps: ConsoleDeps, ctx: Context) {
+  const { lang, session } = stateOf(ctx);
+  const s = session!;
+  const now = deps.clock();
+  const next = safeNext(ctx.query.next);
+  if (!(await reauthAllowed(deps, ctx, next, now))) return;
+  const result = await authenticatePasskey(deps.db, relyingParty(deps.origin), {
+    userId: s.user.id,
+    sessionId: s.id,
+    response: field(ctx, 'response'),
+    now,
+    purpose: 'reauth',
   });
-  ctx.status = 303;
-  ctx.redirect(next);
+  if (!result.ok) {
+    await audit(deps.db, ctx, {
+      user: s.user,
+      action: 'reauthenticate',
+      outcome: 'failed',
+      detail: { factor: 'passkey', reason: result.reason },
+      at: now,
+    });
+    return reauthForm(deps, ctx, 401, next, ct(lang, 'passkey_failed'));
+  }
+  await reauthenticated(deps, ctx, now, next, { factor: 'passkey', passkey_id: result.passkeyId });
 }
 
 function inviteForm(

@@ -25,6 +25,13 @@ export interface ConsoleFrame {
 /** The hidden CSRF field every state-changing form carries. */
 export const csrfField = (token: string): Html => html`<input type="hidden" name="${CSRF_FIELD}" value="${token}" />`;
 
+/**
+ * The attributes of a table's wrapper, which scrolls sideways when the table is wider than the
+ * screen (a phone's): a region named `label` that keyboard users can focus to scroll it.
+ */
+export const scrollRegion = (label: string): Html =>
+  html`class="table-wrap" role="region" tabindex="0" aria-label="${label}"`;
+
 /** The test/live switch: a form post (the preference cookie), back to the same page. */
 function modeSwitch(frame: ConsoleFrame): Html {
   const { lang } = frame;
@@ -43,6 +50,7 @@ function nav(frame: ConsoleFrame, user: ConsoleUser): Html {
   if (user.seller_id) {
     links.push(['/console/orders', ct(lang, 'nav_orders')]);
     links.push(['/console/products', ct(lang, 'nav_products')]);
+    links.push(['/console/inventory', ct(lang, 'nav_inventory')]);
     links.push(['/console/settings/integrations', ct(lang, 'nav_integrations')]);
   }
   if (user.merchant_id) {

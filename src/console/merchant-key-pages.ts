@@ -6,7 +6,8 @@ import { createCheckoutKey, revokeCheckoutKey, rollCheckoutKey } from '../ops/ch
 import { OpsError } from '../ops/errors';
 import { audit } from './audit';
 import { ConsoleDeps, forbidden, render, stateOf } from './context';
-import { csrfField, notice } from './layout';
+import { lastUsedCell } from './last-used-cell';
+import { csrfField, notice, scrollRegion } from './layout';
 import { ct } from './messages';
 import { scopeOf } from './webhook-pages';
 
@@ -33,7 +34,14 @@ export async function keysPage(deps: ConsoleDeps, ctx: Context, opts: PageOpts =
   const { lang, csrf } = stateOf(ctx);
   const scope = scopeOf(ctx);
   const now = deps.clock();
-  const keys: Array<{ id: string; type: string; mode: string; created_at: Date; revoked_at: Date | null }> = await deps
+  const keys: Array<{
+    id: string;
+    type: string;
+    mode: string;
+    created_at: Date;
+    revoked_at: Date | null;
+    last_used_at: Date | null;
+  }> = await deps
     .db('checkout_keys')
     .where({ merchant_id: scope.merchantId, mode: scope.mode })
     .whereNotIn('id', deps.db('hosted_page_keys').select('key_id'))
@@ -41,7 +49,7 @@ export async function keysPage(deps: ConsoleDeps, ctx: Context, opts: PageOpts =
       { column: 'created_at', order: 'desc' },
       { column: 'id', order: 'desc' },
     ])
-    .select('id', 'type', 'mode', 'created_at', 'revoked_at');
+    .select('id', 'type', 'mode', 'created_at', 'revoked_at', 'last_used_at');
   const live = (k: { revoked_at: Date | null }) => !k.revoked_at || k.revoked_at > now;
   const actions = (k: { id: string; revoked_at: Date | null }): Html =>
     html`<form method="post" action="${API_KEYS}/${k.id}/roll" class="stack">
@@ -74,7 +82,7 @@ export async function keysPage(deps: ConsoleDeps, ctx: Context, opts: PageOpts =
       ${
         keys.length === 0
           ? html`<p>${ct(lang, 'no_keys')}</p>`
-          : html`<div class="table-wrap">
+          : html`<div ${scrollRegion(ct(lang, 'api_keys_title'))}>
               <table>
                 <thead>
                   <tr>
@@ -82,6 +90,7 @@ export async function keysPage(deps: ConsoleDeps, ctx: Context, opts: PageOpts =
                     <th>${ct(lang, 'key_type')}</th>
                     <th>${ct(lang, 'key_env')}</th>
                     <th>${ct(lang, 'created')}</th>
+                    <th>${ct(lang, 'last_used')}</th>
                     <th>${ct(lang, 'status')}</th>
                     <th>${ct(lang, 'actions')}</th>
                   </tr>
@@ -94,6 +103,7 @@ export async function keysPage(deps: ConsoleDeps, ctx: Context, opts: PageOpts =
                         <td>${ct(lang, k.type === 'secret' ? 'secret_key' : 'publishable_key')}</td>
                         <td>${k.mode}</td>
                         <td class="mono">${iso(k.created_at)}</td>
+                        ${lastUsedCell(lang, k.last_used_at)}
                         <td>
                           ${
                             !k.revoked_at

@@ -3,7 +3,7 @@ import { html } from '../hosted/html';
 import { iso } from '../lib/time';
 import { audit } from './audit';
 import { ConsoleDeps, forbidden, render, stateOf } from './context';
-import { csrfField, notice } from './layout';
+import { csrfField, notice, scrollRegion } from './layout';
 import { ct } from './messages';
 import { passkeysOf, registerPasskey, registrationOptions, relyingParty, removePasskey } from './passkeys';
 
@@ -28,7 +28,7 @@ export async function securityPage(
       ${
         rows.length === 0
           ? html`<p id="no-passkeys">${ct(lang, 'no_passkeys')}</p>`
-          : html`<div class="table-wrap">
+          : html`<div ${scrollRegion(ct(lang, 'passkeys'))}>
               <table id="passkeys">
                 <thead>
                   <tr>

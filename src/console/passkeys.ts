@@ -36,7 +36,13 @@ export const relyingParty = (origin: string): RelyingParty => ({
   rpName: 'Console',
 });
 
-type Purpose = 'register' | 'authenticate';
+/**
+ * What a challenge is for: registering a passkey, the sign-in's second factor, or re-authenticating
+ * a signed-in session (a passkey alone, with user verification: docs/decisions.md).
+ */
+type Purpose = 'register' | 'authenticate' | 'reauth';
+/** An assertion's purpose. */
+export type AssertionPurpose = Exclude<Purpose, 'register'>;
 
 const challengeHash = (challenge: string) => sha256Hex(`console-webauthn:${challenge}`);
 
@@ -204,46 +210,57 @@ export async function removePasskey(db: Db, userId: string, passkeyId: string): 
   return rows.length > 0;
 }
 
-/** Options for signing in with one of `userId`'s passkeys, the challenge kept for the session; null when they have none. */
+/**
+ * Options for an assertion by one of `userId`'s passkeys, the challenge kept for the session and
+ * `purpose`; null when they have none. Re-authentication requires user verification (the passkey
+ * is then both factors); the sign-in's second step only prefers it (the password came first).
+ */
 export async function authenticationOptions(
   db: Db,
   rp: RelyingParty,
   userId: string,
   sessionId: string,
   now: Date,
+  purpose: AssertionPurpose = 'authenticate',
 ): Promise<PublicKeyCredentialRequestOptionsJSON | null> {
   const keys = await db('console_passkeys').where({ user_id: userId }).select('credential_id', 'transports');
   if (keys.length === 0) return null;
   const options = await generateAuthenticationOptions({
     rpID: rp.rpID,
     timeout: PROMPT_TIMEOUT_MS,
-    userVerification: 'preferred',
+    userVerification: purpose === 'reauth' ? 'required' : 'preferred',
     allowCredentials: keys.map((c: { credential_id: string; transports: string[] }) => ({
       id: c.credential_id,
       transports: c.transports as AuthenticatorTransport[],
     })),
   });
-  await storeChallenge(db, sessionId, 'authenticate', options.challenge, now);
+  await storeChallenge(db, sessionId, purpose, options.challenge, now);
   return options;
 }
 
 export type AuthenticateResult =
   | { ok: true; passkeyId: string }
-  | { ok: false; reason: 'bad_response' | 'no_challenge' | 'unknown_passkey' | 'not_verified' | 'counter' };
+  | {
+      ok: false;
+      reason: 'bad_response' | 'no_challenge' | 'unknown_passkey' | 'not_verified' | 'user_not_verified' | 'counter';
+    };
 
 /**
- * Verifies an assertion: the session's challenge, a passkey of the session's user, the signature,
- * and a signature counter above the one stored (for authenticators that count); then records the
- * new counter (only if no other sign-in moved it meanwhile) and when it was used.
+ * Verifies an assertion: the session's challenge of `purpose` (the sign-in's by default), a
+ * passkey of the session's user, the signature, for re-authentication the authenticator's user
+ * verification (`user_not_verified` otherwise), and a signature counter above the one stored (for
+ * authenticators that count); then records the new counter (only if no other use moved it
+ * meanwhile) and when it was used.
  */
 export async function authenticatePasskey(
   db: Db,
   rp: RelyingParty,
-  input: { userId: string; sessionId: string; response: string; now: Date },
+  input: { userId: string; sessionId: string; response: string; now: Date; purpose?: AssertionPurpose },
 ): Promise<AuthenticateResult> {
+  const purpose = input.purpose ?? 'authenticate';
   const response = parseResponse<AuthenticationResponseJSON>(input.response);
   if (!response) return { ok: false, reason: 'bad_response' };
-  const challenge = await takeChallenge(db, input.sessionId, 'authenticate', response, input.now);
+  const challenge = await takeChallenge(db, input.sessionId, purpose, response, input.now);
   if (!challenge) return { ok: false, reason: 'no_challenge' };
   const key = await db('console_passkeys')
     .where({ user_id: input.userId, credential_id: response.id })
@@ -271,6 +288,9 @@ export async function authenticatePasskey(
     return { ok: false, reason: /counter/i.test(message) ? 'counter' : 'not_verified' };
   }
   if (!verification.verified) return { ok: false, reason: 'not_verified' };
+  // Checked here rather than by the library, so the audit log can say why.
+  if (purpose === 'reauth' && !verification.authenticationInfo.userVerified)
+    return { ok: false, reason: 'user_not_verified' };
   const updated = await db('console_passkeys')
     .where({ id: key.id, counter: key.counter })
     .update({ counter: verification.authenticationInfo.newCounter, last_used_at: input.now })

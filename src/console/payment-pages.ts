@@ -17,11 +17,11 @@ import type { SessionRow } from '../checkout/sessions/session-row';
 import type { AttemptRow } from '../checkout/attempts/attempt-row';
 import { html } from '../hosted/html';
 import { ApiError } from '../http/errors';
-import { canonicalJson, sha256Hex } from '../lib/hash';
 import { iso } from '../lib/time';
 import { audit } from './audit';
+import { dayAfter, dayOf } from './days';
 import { ConsoleDeps, forbidden, notFound, render, stateOf } from './context';
-import { csrfField, notice } from './layout';
+import { csrfField, notice, scrollRegion } from './layout';
 import { ct } from './messages';
 import { allowed } from './roles';
 import { scopeOf } from './webhook-pages';
@@ -42,14 +42,6 @@ const requestKey = () => `console_${randomBytes(16).toString('base64url')}`;
 const queryOf = (ctx: Context, name: string) => (typeof ctx.query[name] === 'string' ? ctx.query[name].trim() : '');
 const money = (amount: number | null | undefined, currency: string | null | undefined) =>
   amount === null || amount === undefined ? '—' : `${amount} ${currency ?? ''}`.trim();
-
-/** `YYYY-MM-DD` (a date input's value) as the start of that UTC day; `undefined` for none, null when not a date. */
-function dayOf(value: string): Date | undefined | null {
-  if (value === '') return undefined;
-  if (!/^\d{4}-\d{2}-\d{2}$/.test(value)) return null;
-  const day = new Date(`${value}T00:00:00.000Z`);
-  return Number.isNaN(day.getTime()) || iso(day).slice(0, 10) !== value ? null : day;
-}
 
 /** The sessions of this mode, newest first, by status, reference id and created date (UTC days), or the one with an id. */
 export async function sessionsPage(deps: ConsoleDeps, ctx: Context) {
@@ -99,7 +91,7 @@ export async function sessionsPage(deps: ConsoleDeps, ctx: Context) {
         referenceId,
         // `from` is inclusive (the API's created_after is exclusive), `to` takes its whole day.
         createdAfter: from && new Date(from.getTime() - 1),
-        createdBefore: to && new Date(to.getTime() + 86_400_000),
+        createdBefore: to && dayAfter(to),
         after: checkoutCursor('sessions', queryOf(ctx, 'cursor') || undefined),
         limit: SESSIONS_PER_PAGE,
       });
@@ -125,7 +117,7 @@ export async function sessionsPage(deps: ConsoleDeps, ctx: Context) {
     ${
       rows.length === 0
         ? html`<p>${ct(lang, 'no_sessions')}</p>`
-        : html`<div class="table-wrap">
+        : html`<div ${scrollRegion(ct(lang, 'payments_title'))}>
             <table>
               <thead>
                 <tr>
@@ -238,7 +230,7 @@ export async function sessionPage(deps: ConsoleDeps, ctx: Context, opts: PageOpt
       ${
         attempts.length === 0
           ? html`<p>${ct(lang, 'no_attempts')}</p>`
-          : html`<div class="table-wrap">
+          : html`<div ${scrollRegion(ct(lang, 'attempts'))}>
               <table>
                 <thead>
                   <tr>
@@ -268,7 +260,7 @@ export async function sessionPage(deps: ConsoleDeps, ctx: Context, opts: PageOpt
       ${
         refunds.length === 0
           ? html`<p>${ct(lang, 'no_refunds')}</p>`
-          : html`<div class="table-wrap">
+          : html`<div ${scrollRegion(ct(lang, 'refunds'))}>
               <table>
                 <thead>
                   <tr>
@@ -357,17 +349,6 @@ export async function refundAction(deps: ConsoleDeps, ctx: Context) {
   if (!parsed.success) return sessionPage(deps, ctx, { status: 422, error: ct(lang, 'refund_amount_invalid') });
   const input = parsed.data;
   const key = (form.get('request_key') || requestKey()).slice(0, 255);
-  // As the API's idempotency: the same key with another request is refused, the same request finds its refund.
-  const earlier: RefundRow | undefined = await deps
-    .db('refunds')
-    .where({ merchant_id: scope.merchantId, mode: scope.mode, idempotency_key: key })
-    .first();
-  if (earlier && earlier.request_hash !== sha256Hex(canonicalJson(input))) {
-    return sessionPage(deps, ctx, {
-      status: 409,
-      error: 'This Idempotency-Key was used with another body or route.',
-    });
-  }
   const merchant = await deps.db('merchants').where({ id: scope.merchantId }).first('display_name');
   let refund: RefundRow;
   let replayed: boolean;
@@ -377,6 +358,9 @@ export async function refundAction(deps: ConsoleDeps, ctx: Context) {
       { ...scope, merchantName: merchant?.display_name },
       input,
       key,
+      // As the API's idempotency: the same request finds its refund, the same key with another
+      // request is refused (409), checked inside the service's transaction.
+      { keyNamesOneRequest: true },
     ));
   } catch (err) {
     if (!(err instanceof ApiError) || err.status >= 500) throw err;

@@ -6,7 +6,7 @@ import type { ProductStatus } from '../ops/products';
 import { findProductById, findProductBySku, listProducts } from '../partner/catalog-read';
 import { audit } from './audit';
 import { ConsoleDeps, forbidden, notFound, render, stateOf } from './context';
-import { csrfField, notice } from './layout';
+import { csrfField, notice, scrollRegion } from './layout';
 import { ConsoleMessageKey, ct } from './messages';
 import { allowed } from './roles';
 
@@ -46,7 +46,7 @@ export async function productsPage(deps: ConsoleDeps, ctx: Context) {
       ${
         rows.length === 0
           ? html`<p>${ct(lang, 'no_products')}</p>`
-          : html`<div class="table-wrap">
+          : html`<div ${scrollRegion(ct(lang, 'products_title'))}>
               <table>
                 <thead>
                   <tr>
@@ -94,7 +94,7 @@ export async function productPage(
         html`<p>${ct(lang, 'rejection_reason')}: <span id="rejection-reason">${p.rejection_reason}</span></p>`
       }
       <h2>${ct(lang, 'variants')}</h2>
-      <div class="table-wrap">
+      <div ${scrollRegion(ct(lang, 'variants'))}>
         <table>
           <thead>
             <tr>

@@ -6,11 +6,13 @@ export type ConsoleRole = (typeof consoleRoles)[number];
 export const may = {
   /** Partner API keys: create, re-scope, revoke (Settings › Integrations). */
   'partner_keys.manage': ['owner', 'developer'],
-  /** Orders: accept, ship, cancel. */
+  /** Orders: accept, ship, cancel, one or in bulk. */
   'orders.transition': ['owner', 'operator'],
   /** Products: submit for review, resubmit after a rejection. */
   'products.submit': ['owner', 'operator'],
-  /** The tenant's users: list, invite, change a role. */
+  /** Inventory: set a SKU's stock and price, record a stock adjustment. */
+  'inventory.write': ['owner', 'operator'],
+  /** The tenant's users: list, invite, change a role, disable and enable; pending invites: list, revoke. */
   'users.manage': ['owner'],
   /** Merchant webhook endpoints: create, edit, disable/enable, rotate the secret, test, resend, recover. */
   'webhooks.manage': ['owner', 'developer'],

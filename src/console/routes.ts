@@ -29,6 +29,8 @@ import {
 import * as passkeys from './passkey-pages';
 import * as products from './product-pages';
 import * as seller from './seller-pages';
+import * as inventory from './inventory-pages';
+import * as queues from './order-queue-pages';
 import * as users from './user-pages';
 import * as merchantKeys from './merchant-key-pages';
 import { API_KEYS } from './merchant-key-pages';
@@ -200,11 +202,10 @@ export function consoleStack(deps: ConsoleDeps): Middleware {
   r.post('/sign-out', open(auth.signOut));
   r.get('/invite/:token', open(auth.invitePage));
   r.post('/invite/:token', open(auth.inviteAccept));
-  r.get(
-    '/reauth',
-    guard(deps, (_d, ctx) => auth.reauthPage(ctx)),
-  );
+  r.get('/reauth', guard(deps, auth.reauthPage));
   r.post('/reauth', guard(deps, auth.reauth));
+  r.post('/reauth/passkey/options', guard(deps, auth.reauthPasskeyOptions));
+  r.post('/reauth/passkey', guard(deps, auth.reauthPasskey));
   const security = { reauth: passkeys.SECURITY_PATH } as const;
   r.get(
     '/account/security',
@@ -233,14 +234,32 @@ export function consoleStack(deps: ConsoleDeps): Middleware {
   r.post('/settings/integrations/keys/:keyId/revoke', guard(deps, seller.revokeKey, keys));
 
   const orders = { tenant: 'seller', action: 'orders.transition' } as const;
-  r.get('/orders', guard(deps, seller.ordersPage, { tenant: 'seller' }));
+  r.get(
+    '/orders',
+    guard(deps, (d, ctx) => queues.ordersPage(d, ctx), { tenant: 'seller' }),
+  );
   r.get(
     '/orders/:orderId',
     guard(deps, (d, ctx) => seller.orderPage(d, ctx), { tenant: 'seller' }),
   );
+  // Before `/orders/:orderId/…`, which would take `bulk` for an order id.
+  const bulk = { ...orders, reauth: queues.ORDERS };
+  r.post('/orders/bulk/accept', guard(deps, queues.bulkOrders('accept'), bulk));
+  r.post('/orders/bulk/ship', guard(deps, queues.bulkOrders('ship'), bulk));
+  r.post('/orders/bulk/cancel', guard(deps, queues.bulkOrders('cancel'), bulk));
   r.post('/orders/:orderId/accept', guard(deps, seller.moveOrder('accept'), orders));
   r.post('/orders/:orderId/ship', guard(deps, seller.moveOrder('ship'), orders));
   r.post('/orders/:orderId/cancel', guard(deps, seller.moveOrder('cancel'), orders));
+
+  const stock = { tenant: 'seller', action: 'inventory.write' } as const;
+  r.get('/inventory', guard(deps, inventory.inventoryPage, { tenant: 'seller' }));
+  r.get(
+    '/inventory/:variantId',
+    guard(deps, (d, ctx) => inventory.inventoryItemPage(d, ctx), { tenant: 'seller' }),
+  );
+  r.post('/inventory/:variantId/stock', guard(deps, inventory.setInventoryValue('stock'), stock));
+  r.post('/inventory/:variantId/price', guard(deps, inventory.setInventoryValue('price'), stock));
+  r.post('/inventory/:variantId/adjustments', guard(deps, inventory.adjustStock, stock));
 
   const manageUsers = { action: 'users.manage' } as const;
   r.get(
@@ -254,6 +273,18 @@ export function consoleStack(deps: ConsoleDeps): Middleware {
   r.post(
     '/settings/users/:userId/role',
     guard(deps, users.changeRole, { ...manageUsers, reauth: '/console/settings/users' }),
+  );
+  r.post(
+    '/settings/users/:userId/disable',
+    guard(deps, users.disableUser, { ...manageUsers, reauth: '/console/settings/users' }),
+  );
+  r.post(
+    '/settings/users/:userId/enable',
+    guard(deps, users.enableUser, { ...manageUsers, reauth: '/console/settings/users' }),
+  );
+  r.post(
+    '/settings/users/invites/:inviteId/revoke',
+    guard(deps, users.revokeInvite, { ...manageUsers, reauth: '/console/settings/users' }),
   );
 
   const review = { tenant: 'seller', action: 'products.submit' } as const;

@@ -3,13 +3,15 @@ import { html } from '../hosted/html';
 import { partnerScopes, PartnerScope } from '../keys/scopes';
 import { iso } from '../lib/time';
 import { OpsError } from '../ops/errors';
-import { orderStatuses, setOrderStatus } from '../ops/order-status';
 import { createPartnerKey, revokePartnerKey, setPartnerKeyScopes } from '../ops/partner-keys';
-import { getOrder, listOrders } from '../partner/orders';
+import { getOrder } from '../partner/orders';
 import { audit } from './audit';
 import { ConsoleDeps, forbidden, notFound, render, stateOf } from './context';
-import { csrfField, notice } from './layout';
+import { lastUsedCell } from './last-used-cell';
+import { csrfField, notice, scrollRegion } from './layout';
 import { ConsoleMessageKey, ct } from './messages';
+import { Move, MOVES, moveOrderOf } from './order-moves';
+import { allowed } from './roles';
 
 const field = (ctx: Context, name: string) => (stateOf(ctx).form.get(name) ?? '').trim();
 const sellerOf = (ctx: Context) => stateOf(ctx).session!.user.seller_id!;
@@ -52,7 +54,7 @@ export async function integrationsPage(
     .db('partner_keys')
     .where({ seller_id: sellerOf(ctx) })
     .orderBy('created_at', 'desc')
-    .select('id', 'env', 'scopes', 'created_at', 'revoked_at');
+    .select('id', 'env', 'scopes', 'created_at', 'revoked_at', 'last_used_at');
   render(
     ctx,
     opts.status ?? 200,
@@ -71,13 +73,14 @@ export async function integrationsPage(
       ${
         keys.length === 0
           ? html`<p>${ct(lang, 'no_keys')}</p>`
-          : html`<div class="table-wrap">
+          : html`<div ${scrollRegion(ct(lang, 'keys_title'))}>
               <table>
                 <thead>
                   <tr>
                     <th>${ct(lang, 'key_id')}</th>
                     <th>${ct(lang, 'key_env')}</th>
                     <th>${ct(lang, 'created')}</th>
+                    <th>${ct(lang, 'last_used')}</th>
                     <th>${ct(lang, 'status')}</th>
                     <th>${ct(lang, 'actions')}</th>
                   </tr>
@@ -89,6 +92,7 @@ export async function integrationsPage(
                         <td class="mono">${k.id}</td>
                         <td>${k.env}</td>
                         <td class="mono">${iso(k.created_at)}</td>
+                        ${lastUsedCell(lang, k.last_used_at)}
                         <td>${k.revoked_at ? ct(lang, 'revoked') : ct(lang, 'active')}</td>
                         <td>
                           ${
@@ -181,64 +185,14 @@ export async function revokeKey(deps: ConsoleDeps, ctx: Context) {
 /**
  * Another tenant's object (or none): 403, the same either way so nothing tells whether it exists.
  */
-async function refused(deps: ConsoleDeps, ctx: Context, action: string, target: string) {
+export async function refused(deps: ConsoleDeps, ctx: Context, action: string, target: string) {
   await audit(deps.db, ctx, { user: stateOf(ctx).session!.user, action, target, outcome: 'denied', at: deps.clock() });
   forbidden(ctx);
 }
 
-const statusLabel = (status: string): ConsoleMessageKey => `st_${status}` as ConsoleMessageKey;
-const money = (amount: number, currency: string) => `${amount.toLocaleString('en-US')} ${currency}`;
-
-/** Orders: one queue per status (pending first). */
-export async function ordersPage(deps: ConsoleDeps, ctx: Context) {
-  const { lang } = stateOf(ctx);
-  const asked = typeof ctx.query.status === 'string' ? ctx.query.status : 'pending';
-  const status = (orderStatuses as readonly string[]).includes(asked) ? asked : 'pending';
-  const page = await listOrders(deps.db, sellerOf(ctx), { limit: 100, status });
-  render(
-    ctx,
-    200,
-    ct(lang, 'orders_title'),
-    html`<ul class="tabs">
-        ${orderStatuses.map(
-          (s) =>
-            html`<li>
-              <a href="/console/orders?status=${s}" ${s === status ? html`aria-current="page"` : ''}
-                >${ct(lang, statusLabel(s))}</a
-              >
-            </li>`,
-        )}
-      </ul>
-      ${
-        page.data.length === 0
-          ? html`<p>${ct(lang, 'no_orders')}</p>`
-          : html`<div class="table-wrap">
-              <table>
-                <thead>
-                  <tr>
-                    <th>${ct(lang, 'order')}</th>
-                    <th>${ct(lang, 'total')}</th>
-                    <th>${ct(lang, 'placed')}</th>
-                    <th>${ct(lang, 'status')}</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  ${page.data.map(
-                    (o) =>
-                      html`<tr>
-                        <td><a href="/console/orders/${o.order_id}" class="mono">${o.increment_id}</a></td>
-                        <td class="mono">${money(o.total, o.currency)}</td>
-                        <td class="mono">${o.created_at}</td>
-                        <td>${ct(lang, statusLabel(o.status))}</td>
-                      </tr>`,
-                  )}
-                </tbody>
-              </table>
-            </div>`
-      }`,
-    '/console/orders',
-  );
-}
+/** An order status's label key. */
+export const orderStatusLabel = (status: string): ConsoleMessageKey => `st_${status}` as ConsoleMessageKey;
+export const money = (amount: number, currency: string) => `${amount.toLocaleString('en-US')} ${currency}`;
 
 export async function orderPage(
   deps: ConsoleDeps,
@@ -248,7 +202,7 @@ export async function orderPage(
   const { lang, csrf, session } = stateOf(ctx);
   const order = await getOrder(deps.db, sellerOf(ctx), String(ctx.params.orderId));
   if (!order) return notFound(ctx);
-  const canMove = ['owner', 'operator'].includes(session!.user.role);
+  const canMove = allowed(session!.user.role, 'orders.transition');
   const base = `/console/orders/${order.order_id}`;
   const a = order.shipping_address;
   render(
@@ -258,11 +212,11 @@ export async function orderPage(
     html`${notice('ok', opts.ok)} ${notice('error', opts.error)}
       <p>
         ${ct(lang, 'status')}:
-        <strong id="order-status">${ct(lang, statusLabel(order.status))}</strong>
+        <strong id="order-status">${ct(lang, orderStatusLabel(order.status))}</strong>
         ${order.tracking_number && html` · ${order.carrier} <span class="mono">${order.tracking_number}</span>`}
       </p>
       <h2>${ct(lang, 'items')}</h2>
-      <div class="table-wrap">
+      <div ${scrollRegion(ct(lang, 'items'))}>
         <table>
           <thead>
             <tr>
@@ -320,25 +274,16 @@ export async function orderPage(
   );
 }
 
-const MOVES = {
-  accept: { to: 'accepted', done: 'order_accepted' },
-  ship: { to: 'shipped', done: 'order_shipped' },
-  cancel: { to: 'cancelled', done: 'order_cancelled' },
-} as const;
-
 /**
- * Accept, ship or cancel through the service the operator CLI uses (src/ops/order-status.ts),
- * limited to the seller's own orders and to the moves the decisions allow: accept from pending;
- * ship from pending or accepted (with carrier and tracking number); cancel from pending or
- * accepted (with a reason, kept in the audit log).
+ * Accept, ship or cancel one order (`moveOrderOf`: the operator CLI's service, limited to the
+ * seller's own orders and the console's moves); ship with carrier and tracking number, cancel with
+ * a reason (kept in the audit log).
  */
-export function moveOrder(move: keyof typeof MOVES) {
+export function moveOrder(move: Move) {
   return async (deps: ConsoleDeps, ctx: Context) => {
     const { lang, session } = stateOf(ctx);
     const orderId = String(ctx.params.orderId);
     const action = `order_${move}`;
-    const current = await getOrder(deps.db, sellerOf(ctx), orderId);
-    if (!current) return refused(deps, ctx, action, orderId);
     const carrier = field(ctx, 'carrier').slice(0, 100);
     const tracking = field(ctx, 'tracking_number').slice(0, 100);
     const reason = field(ctx, 'reason').slice(0, 500);
@@ -352,26 +297,23 @@ export function moveOrder(move: keyof typeof MOVES) {
         : move === 'cancel' && !reason
           ? 'reason'
           : null;
-    if (missing)
+    if (missing) {
+      if (!(await getOrder(deps.db, sellerOf(ctx), orderId))) return refused(deps, ctx, action, orderId);
       return orderPage(deps, ctx, { status: 422, error: ct(lang, 'field_required', { field: ct(lang, missing) }) });
-    // Accepting twice, or shipping a shipped order again, is not a console move.
-    const from: readonly string[] = move === 'accept' ? ['pending'] : ['pending', 'accepted'];
-    const invalid = () =>
-      orderPage(deps, ctx, {
+    }
+    const moved = await moveOrderOf(
+      deps.db,
+      sellerOf(ctx),
+      orderId,
+      move,
+      move === 'ship' ? { carrier, tracking } : null,
+    );
+    if (moved.outcome === 'not_found') return refused(deps, ctx, action, orderId);
+    if (moved.outcome === 'invalid_transition') {
+      return orderPage(deps, ctx, {
         status: 409,
-        error: ct(lang, 'invalid_transition', { status: ct(lang, statusLabel(current.status)) }),
+        error: ct(lang, 'invalid_transition', { status: ct(lang, orderStatusLabel(moved.status)) }),
       });
-    if (!from.includes(current.status)) return invalid();
-    try {
-      await setOrderStatus(deps.db, {
-        orderId,
-        sellerId: sellerOf(ctx),
-        status: MOVES[move].to,
-        ...(move === 'ship' && { carrier, tracking }),
-      });
-    } catch (err) {
-      if (err instanceof OpsError && err.code === 'invalid_transition') return invalid();
-      throw err;
     }
     await audit(deps.db, ctx, {
       user: session!.user,

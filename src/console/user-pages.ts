@@ -1,14 +1,32 @@
 import type { Context } from 'koa';
+import type { Db } from '../db/knex';
 import { html } from '../hosted/html';
+import { iso } from '../lib/time';
 import { OpsError } from '../ops/errors';
 import { createInvite } from './accounts';
 import { audit } from './audit';
 import { ConsoleDeps, forbidden, render, stateOf } from './context';
-import { csrfField, notice } from './layout';
+import { csrfField, notice, scrollRegion } from './layout';
 import { ct } from './messages';
 import { consoleRoles, isConsoleRole } from './roles';
 
 const USERS = '/console/settings/users';
+
+interface Member {
+  id: string;
+  email: string;
+  role: string;
+  disabled_at: Date | null;
+}
+
+/**
+ * Every user of the tenant, disabled ones too, locked in id order (a tenant has a handful): two
+ * owners demoting or disabling each other at once wait for one another instead of both succeeding
+ * (or deadlocking).
+ */
+const lockMembers = (trx: Db, tenant: Record<string, string>): Promise<Member[]> =>
+  trx('console_users').where(tenant).orderBy('id').forUpdate().select('id', 'email', 'role', 'disabled_at');
+
 const tenantOf = (ctx: Context) => {
   const { seller_id, merchant_id } = stateOf(ctx).session!.user;
   return { seller_id, merchant_id };
@@ -26,7 +44,31 @@ function roleSelect(ctx: Context, current: string, id: string) {
   >`;
 }
 
-/** Settings › Users (owners): the tenant's users with their roles, and the invite form. */
+/** A one-button form posting to `action` (the button's label names its object for screen readers). */
+function actionButton(ctx: Context, action: string, label: string, object: string, tone: 'secondary' | 'danger') {
+  return html`<form method="post" action="${action}">
+    ${csrfField(stateOf(ctx).csrf)}
+    <button type="submit" class="${tone}" aria-label="${label} ${object}">${label}</button>
+  </form>`;
+}
+
+/** The tenant's invites not yet used, revoked or expired, oldest first. */
+const pendingInvites = (deps: ConsoleDeps, ctx: Context) =>
+  deps
+    .db('console_invites')
+    .where(tenantWhere(tenantOf(ctx)))
+    .whereNull('used_at')
+    .whereNull('revoked_at')
+    .where('expires_at', '>', deps.clock())
+    .orderBy('created_at')
+    .select('id', 'email', 'role', 'expires_at') as Promise<
+    Array<{ id: string; email: string; role: string; expires_at: Date }>
+  >;
+
+/**
+ * Settings › Users (owners): the tenant's users with their roles and state (change a role,
+ * disable, enable), the pending invites (revoke), and the invite form.
+ */
 export async function usersPage(
   deps: ConsoleDeps,
   ctx: Context,
@@ -38,12 +80,12 @@ export async function usersPage(
   } = {},
 ) {
   const { lang, csrf, session } = stateOf(ctx);
-  const users = await deps
+  const users: Array<{ id: string; email: string; role: string; disabled_at: Date | null }> = await deps
     .db('console_users')
     .where(tenantWhere(tenantOf(ctx)))
-    .whereNull('disabled_at')
     .orderBy('created_at')
-    .select('id', 'email', 'role');
+    .select('id', 'email', 'role', 'disabled_at');
+  const invites = await pendingInvites(deps, ctx);
   render(
     ctx,
     opts.status ?? 200,
@@ -57,7 +99,7 @@ export async function usersPage(
           <p class="secret" id="invite-link-value">${opts.link.url}</p>
         </section>`
       }
-      <div class="table-wrap">
+      <div ${scrollRegion(ct(lang, 'users_title'))}>
         <table>
           <thead>
             <tr>
@@ -66,25 +108,64 @@ export async function usersPage(
             </tr>
           </thead>
           <tbody>
-            ${users.map(
-              (u) =>
-                html`<tr>
-                  <td>${u.email}</td>
-                  <td>
-                    ${
-                      u.id === session!.user.id
-                        ? u.role
-                        : html`<form method="post" action="${USERS}/${u.id}/role" class="stack">
-                            ${csrfField(csrf)} ${roleSelect(ctx, u.role, `role-${u.id}`)}
-                            <button type="submit" class="secondary">${ct(lang, 'change_role')}</button>
-                          </form>`
-                    }
-                  </td>
-                </tr>`,
-            )}
+            ${users.map((u) => {
+              const self = u.id === session!.user.id;
+              // The state and its action under the e-mail: two columns fit a phone's width.
+              return html`<tr id="user-${u.id}">
+                <td>
+                  ${u.email}
+                  <p>${ct(lang, u.disabled_at ? 'user_disabled' : 'user_active')}</p>
+                  ${
+                    self
+                      ? ''
+                      : u.disabled_at
+                        ? actionButton(ctx, `${USERS}/${u.id}/enable`, ct(lang, 'enable'), u.email, 'secondary')
+                        : actionButton(ctx, `${USERS}/${u.id}/disable`, ct(lang, 'disable'), u.email, 'danger')
+                  }
+                </td>
+                <td>
+                  ${
+                    self || u.disabled_at
+                      ? u.role
+                      : html`<form method="post" action="${USERS}/${u.id}/role" class="stack">
+                          ${csrfField(csrf)} ${roleSelect(ctx, u.role, `role-${u.id}`)}
+                          <button type="submit" class="secondary">${ct(lang, 'change_role')}</button>
+                        </form>`
+                  }
+                </td>
+              </tr>`;
+            })}
           </tbody>
         </table>
       </div>
+      <h2 id="pending-invites">${ct(lang, 'pending_invites')}</h2>
+      ${
+        invites.length === 0
+          ? html`<p>${ct(lang, 'no_pending_invites')}</p>`
+          : html`<div class="table-wrap">
+              <table aria-labelledby="pending-invites">
+                <thead>
+                  <tr>
+                    <th>${ct(lang, 'email')}</th>
+                    <th>${ct(lang, 'role')}</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  ${invites.map(
+                    (i) =>
+                      html`<tr id="invite-${i.id}">
+                        <td>
+                          ${i.email}
+                          <p>${ct(lang, 'expires_at', { at: iso(i.expires_at) })}</p>
+                          ${actionButton(ctx, `${USERS}/invites/${i.id}/revoke`, ct(lang, 'revoke'), i.email, 'secondary')}
+                        </td>
+                        <td>${i.role}</td>
+                      </tr>`,
+                  )}
+                </tbody>
+              </table>
+            </div>`
+      }
       <h2>${ct(lang, 'invite_user')}</h2>
       <form method="post" action="${USERS}/invite" class="stack">
         ${csrfField(csrf)}
@@ -154,14 +235,7 @@ export async function changeRole(deps: ConsoleDeps, ctx: Context) {
   if (!isConsoleRole(role)) return refuse();
   if (userId === session!.user.id) return usersPage(deps, ctx, { status: 409, error: ct(lang, 'own_role') });
   const outcome = await deps.db.transaction(async (trx) => {
-    // Every user of the tenant locked in id order (a tenant has a handful): two owners demoting
-    // each other at once wait for one another instead of both succeeding (or deadlocking).
-    const members: Array<{ id: string; email: string; role: string }> = await trx('console_users')
-      .where(tenant)
-      .whereNull('disabled_at')
-      .orderBy('id')
-      .forUpdate()
-      .select('id', 'email', 'role');
+    const members = (await lockMembers(trx, tenant)).filter((m) => !m.disabled_at);
     const target = members.find((m) => m.id === userId);
     const actor = members.find((m) => m.id === session!.user.id);
     if (!target || actor?.role !== 'owner') return 'not_found' as const;
@@ -182,4 +256,109 @@ export async function changeRole(deps: ConsoleDeps, ctx: Context) {
     at: deps.clock(),
   });
   await usersPage(deps, ctx, { ok: ct(lang, 'role_changed', { email: outcome.email, role }) });
+}
+
+/** An owner's refusal of another tenant's (or an unknown) user or invite: audited as denied, 403. */
+async function refused(deps: ConsoleDeps, ctx: Context, action: string, target: string) {
+  await audit(deps.db, ctx, {
+    user: stateOf(ctx).session!.user,
+    action,
+    target: target.slice(0, 64),
+    outcome: 'denied',
+    at: deps.clock(),
+  });
+  forbidden(ctx);
+}
+
+/**
+ * Disables another user of the owner's tenant (re-authenticated): they cannot sign in, and every
+ * session of theirs ends in the same transaction (sessions also end with the user's state: see
+ * `sessionOf`). One's own account is not disabled here (409), so the owner acting stays: the last
+ * owner is never disabled, and under the tenant's lock two owners disabling each other at once
+ * cannot both succeed (the second finds itself disabled: 403).
+ */
+export async function disableUser(deps: ConsoleDeps, ctx: Context) {
+  const { lang, session } = stateOf(ctx);
+  const userId = String(ctx.params.userId);
+  if (userId === session!.user.id) return usersPage(deps, ctx, { status: 409, error: ct(lang, 'own_disable') });
+  const now = deps.clock();
+  const outcome = await deps.db.transaction(async (trx) => {
+    const members = await lockMembers(trx, tenantWhere(tenantOf(ctx)));
+    const target = members.find((m) => m.id === userId);
+    const actor = members.find((m) => m.id === session!.user.id);
+    if (!target || actor?.role !== 'owner' || actor.disabled_at) return 'not_found' as const;
+    if (target.disabled_at) return { email: target.email, sessions: 0 };
+    await trx('console_users').where({ id: userId }).update({ disabled_at: now });
+    const ended = await trx('console_sessions')
+      .where({ user_id: userId })
+      .whereNull('revoked_at')
+      .update({ revoked_at: now })
+      .returning('id');
+    return { email: target.email, sessions: ended.length };
+  });
+  if (outcome === 'not_found') return refused(deps, ctx, 'user_disable', userId);
+  await audit(deps.db, ctx, {
+    user: session!.user,
+    action: 'user_disable',
+    target: userId,
+    outcome: 'success',
+    detail: { email: outcome.email, sessions_ended: outcome.sessions },
+    at: now,
+  });
+  await usersPage(deps, ctx, { ok: ct(lang, 'user_disabled_done', { email: outcome.email }) });
+}
+
+/** Enables a disabled user of the owner's tenant again (re-authenticated): they sign in anew (their old sessions stay ended). */
+export async function enableUser(deps: ConsoleDeps, ctx: Context) {
+  const { lang, session } = stateOf(ctx);
+  const userId = String(ctx.params.userId);
+  const now = deps.clock();
+  const outcome = await deps.db.transaction(async (trx) => {
+    const members = await lockMembers(trx, tenantWhere(tenantOf(ctx)));
+    const target = members.find((m) => m.id === userId);
+    const actor = members.find((m) => m.id === session!.user.id);
+    if (!target || actor?.role !== 'owner' || actor.disabled_at) return 'not_found' as const;
+    if (target.disabled_at) await trx('console_users').where({ id: userId }).update({ disabled_at: null });
+    return { email: target.email };
+  });
+  if (outcome === 'not_found') return refused(deps, ctx, 'user_enable', userId);
+  await audit(deps.db, ctx, {
+    user: session!.user,
+    action: 'user_enable',
+    target: userId,
+    outcome: 'success',
+    detail: { email: outcome.email },
+    at: now,
+  });
+  await usersPage(deps, ctx, { ok: ct(lang, 'user_enabled_done', { email: outcome.email }) });
+}
+
+/** Revokes a pending invite of the owner's tenant (re-authenticated): its link stops working. A used or expired one: 409. */
+export async function revokeInvite(deps: ConsoleDeps, ctx: Context) {
+  const { lang, session } = stateOf(ctx);
+  const inviteId = String(ctx.params.inviteId);
+  const now = deps.clock();
+  const invite = await deps
+    .db('console_invites')
+    .where({ id: inviteId, ...tenantWhere(tenantOf(ctx)) })
+    .first('id', 'email', 'role');
+  if (!invite) return refused(deps, ctx, 'invite_revoke', inviteId);
+  const revoked = await deps
+    .db('console_invites')
+    .where({ id: inviteId })
+    .whereNull('used_at')
+    .whereNull('revoked_at')
+    .where('expires_at', '>', now)
+    .update({ revoked_at: now })
+    .returning('id');
+  if (revoked.length === 0) return usersPage(deps, ctx, { status: 409, error: ct(lang, 'invite_not_pending') });
+  await audit(deps.db, ctx, {
+    user: session!.user,
+    action: 'invite_revoke',
+    target: inviteId,
+    outcome: 'success',
+    detail: { email: invite.email, role: invite.role },
+    at: now,
+  });
+  await usersPage(deps, ctx, { ok: ct(lang, 'invite_revoked', { email: invite.email }) });
 }

@@ -14,14 +14,12 @@ import { replayWindow } from '../webhooks/replay-window';
 import { endpointIn, endpointPatch, replayIn } from '../webhooks/schemas';
 import { sendTestEvent } from '../webhooks/test-event';
 import { audit } from './audit';
+import { deliveryCursor, deliveryState, DeliveryState, deliveryStates, listDeliveries } from './delivery-list';
 import { ConsoleDeps, forbidden, notFound, render, stateOf } from './context';
-import { csrfField, notice } from './layout';
+import { csrfField, notice, scrollRegion } from './layout';
 import { ConsoleMessageKey, ct } from './messages';
 
 export const WEBHOOKS = '/console/developers/webhooks';
-/** Deliveries an endpoint's page lists (newest first, of the event log's 30 days). */
-export const DELIVERIES_SHOWN = 50;
-const RETENTION_DAYS = 30;
 
 /** The signed-in merchant user's merchant and the session's mode: every query here takes both. */
 export const scopeOf = (ctx: Context): MerchantScope => ({
@@ -82,7 +80,7 @@ export async function webhooksPage(deps: ConsoleDeps, ctx: Context, opts: PageOp
       ${
         endpoints.length === 0
           ? html`<p>${ct(lang, 'no_endpoints')}</p>`
-          : html`<div class="table-wrap">
+          : html`<div ${scrollRegion(ct(lang, 'webhooks_title'))}>
               <table>
                 <thead>
                   <tr>
@@ -139,13 +137,29 @@ function secretShown(ctx: Context, secret: string, overlapEnds: Date | null): Ht
   </section>`;
 }
 
-/** Each attempt as delivered (2xx), pending (a retry is due) or failed. */
-function deliveryState(d: DeliveryRow): 'delivered' | 'pending' | 'failed' {
-  if (d.status_code !== null && d.status_code >= 200 && d.status_code < 300) return 'delivered';
-  return d.next_retry_at ? 'pending' : 'failed';
+const queryOf = (ctx: Context, name: string) => (typeof ctx.query[name] === 'string' ? ctx.query[name] : '');
+
+/** The deliveries' filter: all, or only the delivered, pending or failed attempts (links, the chosen one marked). */
+function deliveryFilter(ctx: Context, base: string, chosen: DeliveryState | undefined): Html {
+  const { lang } = stateOf(ctx);
+  const link = (state: DeliveryState | undefined) => {
+    const href = state ? `${base}?state=${state}` : base;
+    const label = ct(lang, state ? (`dl_${state}` as ConsoleMessageKey) : 'all');
+    return html`<li>
+      <a href="${href}" ${state === chosen ? html`aria-current="page"` : ''}>${label}</a>
+    </li>`;
+  };
+  return html`<nav aria-label="${ct(lang, 'dl_filter_label')}">
+    <ul class="tabs">
+      ${[undefined, ...deliveryStates].map(link)}
+    </ul>
+  </nav>`;
 }
 
-/** One endpoint: its state explained, its settings, its actions and its latest deliveries. */
+/**
+ * One endpoint: its state explained, its settings, its actions and its deliveries, newest first,
+ * a page at a time (`cursor`), all or only the delivered, pending or failed ones (`state`).
+ */
 export async function endpointPage(deps: ConsoleDeps, ctx: Context, opts: PageOpts = {}) {
   const { lang, csrf } = stateOf(ctx);
   const scope = scopeOf(ctx);
@@ -157,30 +171,32 @@ export async function endpointPage(deps: ConsoleDeps, ctx: Context, opts: PageOp
     if (err instanceof ApiError && err.status === 404) return notFound(ctx);
     throw err;
   }
-  const deliveries: DeliveryRow[] = await deps
-    .db('event_deliveries')
-    // The endpoint is the merchant's in this mode (read above); its id names its rows alone.
-    .where({ endpoint_id: e.id })
-    .where('created_at', '>=', new Date(deps.clock().getTime() - RETENTION_DAYS * 86_400_000))
-    .orderBy([
-      { column: 'created_at', order: 'desc' },
-      { column: 'attempt_no', order: 'desc' },
-    ])
-    .limit(DELIVERIES_SHOWN)
-    .select(
-      'event_id',
-      'endpoint_id',
-      'generation',
-      'attempt_no',
-      'status_code',
-      'error',
-      'delivered_at',
-      'next_retry_at',
-      'duration_ms',
-      'response_body',
-      'created_at',
-    );
   const base = `${WEBHOOKS}/${e.id}`;
+  const asked = queryOf(ctx, 'state');
+  const state = (deliveryStates as readonly string[]).includes(asked) ? (asked as DeliveryState) : undefined;
+  let deliveries: DeliveryRow[];
+  let nextCursor: string | null;
+  try {
+    // The endpoint is the merchant's in this mode (read above); its id names its rows alone.
+    ({ rows: deliveries, nextCursor } = await listDeliveries(deps.db, {
+      endpointId: e.id,
+      mode: e.mode,
+      now: deps.clock(),
+      state,
+      after: deliveryCursor(queryOf(ctx, 'cursor') || undefined),
+    }));
+  } catch (err) {
+    if (!(err instanceof ApiError) || err.status !== 400) throw err;
+    return render(
+      ctx,
+      422,
+      ct(lang, 'endpoint_title', { url: e.url }),
+      html`${notice('error', ct(lang, 'bad_cursor'))}
+        <p><a href="${base}">${ct(lang, 'dl_newest')}</a></p>`,
+      WEBHOOKS,
+    );
+  }
+  const older = nextCursor && new URLSearchParams({ ...(state && { state }), cursor: nextCursor });
   const dayAgo = new Date(deps.clock().getTime() - 86_400_000).toISOString();
   render(
     ctx,
@@ -223,11 +239,12 @@ export async function endpointPage(deps: ConsoleDeps, ctx: Context, opts: PageOp
           <button type="submit">${ct(lang, 'recover_failed')}</button>
         </form>
       </div>
-      <h2>${ct(lang, 'deliveries')}</h2>
+      <h2 id="deliveries">${ct(lang, 'deliveries')}</h2>
+      ${deliveryFilter(ctx, base, state)}
       ${
         deliveries.length === 0
           ? html`<p>${ct(lang, 'no_deliveries')}</p>`
-          : html`<div class="table-wrap">
+          : html`<div ${scrollRegion(ct(lang, 'deliveries'))}>
               <table>
                 <thead>
                   <tr>
@@ -243,7 +260,10 @@ export async function endpointPage(deps: ConsoleDeps, ctx: Context, opts: PageOp
                 <tbody>
                   ${deliveries.map((d) => {
                     const state = deliveryState(d);
-                    return html`<tr class="delivery-${state}">
+                    return html`<tr
+                      class="delivery-${state}"
+                      id="delivery-${d.event_id}-${d.generation}-${d.attempt_no}"
+                    >
                       <td class="mono">${d.event_id}<br />${iso(d.delivered_at ?? d.created_at)}</td>
                       <td>${d.attempt_no}${d.generation > 0 ? html` (${ct(lang, 'resent')})` : ''}</td>
                       <td>
@@ -265,6 +285,13 @@ export async function endpointPage(deps: ConsoleDeps, ctx: Context, opts: PageOp
                 </tbody>
               </table>
             </div>`
+      }
+      ${
+        (older || queryOf(ctx, 'cursor')) &&
+        html`<p class="tabs">
+          ${queryOf(ctx, 'cursor') && html`<a href="${state ? `${base}?state=${state}` : base}">${ct(lang, 'dl_newest')}</a>`}
+          ${older && html`<a href="${base}?${older.toString()}" id="older-deliveries">${ct(lang, 'dl_older')}</a>`}
+        </p>`
       }
       <p><a href="${WEBHOOKS}">${ct(lang, 'back_to_webhooks')}</a></p>`,
     WEBHOOKS,

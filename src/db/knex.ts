@@ -95,12 +95,12 @@ export function inSnapshot<T>(db: Db, reads: (trx: Db) => Promise<T>): Promise<T
 }
 
 /**
- * Runs `text` (placeholders `$1`…) as the named prepared statement `name` on a pooled connection,
- * which then parses and plans it once instead of on every call; returns its rows. For large
- * statements on hot paths; not inside a transaction (it takes a connection of its own).
+ * Runs `text` (placeholders `$1`…) as the named prepared statement `name` on a pooled connection
+ * (the transaction's own when `db` is one: knex's transaction client hands out only that), which
+ * then parses and plans it once instead of on every call; returns its rows. For large statements
+ * on hot paths.
  */
 export async function preparedQuery<Row>(db: Db, name: string, text: string, values: unknown[]): Promise<Row[]> {
-  if (db.isTransaction) throw new Error('preparedQuery runs outside transactions');
   const connection = await db.client.acquireConnection();
   try {
     return (await connection.query({ name, text, values })).rows;

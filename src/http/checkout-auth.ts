@@ -3,6 +3,7 @@ import type { Db } from '../db/knex';
 import type { Clock } from '../lib/clock';
 import { bearer, hashSecret, KeyMode, parseKey, secretMatches } from '../keys/keys';
 import type { CheckoutScope } from '../keys/scopes';
+import { checkoutKeyUse } from '../keys/last-used';
 import { ApiError } from './errors';
 import { COUNT_HIT, COUNT_HIT_CONFLICT, rateLimitedError, rateLimitHeaders, windowOf, WindowLimit } from './rate-limit';
 
@@ -26,6 +27,7 @@ declare module 'koa' {
 /** The publishable key in `header` and its merchant; null when it is not a live publishable key. */
 async function authenticatePublishable(
   db: Db,
+  clock: Clock,
   header: string | undefined,
 ): Promise<(CheckoutPrincipal & { suspended: boolean }) | null> {
   const token = bearer(header);
@@ -38,6 +40,7 @@ async function authenticatePublishable(
     .where((q) => q.whereNull('k.revoked_at').orWhere('k.revoked_at', '>', db.fn.now()))
     .first('k.merchant_id', 'k.secret_hash', 'k.scopes', 'm.suspended', 'm.test_merchant', 'm.display_name');
   if (!row || !secretMatches(parsed.secret, row.secret_hash)) return null;
+  checkoutKeyUse.record(db, parsed.keyId, clock());
   return { ...principalOf(parsed, row), suspended: row.suspended };
 }
 
@@ -63,7 +66,8 @@ function principalOf(
  * One statement reads the key and counts the hit in `checkout:<key_id>`. It counts only a request
  * that will pass the three checks (the hash equal, the merchant not suspended, the scope held), as
  * separate steps did; the decision itself is still the constant-time compare here. The SQL `=`
- * compares SHA-256 digests, whose timing tells nothing about the secret.
+ * compares SHA-256 digests, whose timing tells nothing about the secret. A key whose secret matched
+ * is recorded as used (at most one write a minute, off the request's path).
  */
 export function secretKeyAuth(db: Db, clock: Clock, perSecond: number) {
   const limit: WindowLimit = { limit: perSecond, windowSeconds: 1 };
@@ -77,6 +81,7 @@ export function secretKeyAuth(db: Db, clock: Clock, perSecond: number) {
       if (!parsed || !row || !secretMatches(parsed.secret, row.secret_hash)) {
         throw ApiError.unauthorized('invalid_api_key', 'Missing, malformed, revoked or wrong-type secret key.');
       }
+      checkoutKeyUse.record(db, parsed.keyId, clock());
       if (row.suspended) throw ApiError.forbidden('merchant_suspended', 'This merchant account is suspended.');
       if (!row.scopes.includes(scope)) throw ApiError.insufficientScope(scope);
       if (row.hits === null) throw new Error('a key that passed every check was not counted');
@@ -122,10 +127,10 @@ async function keyAndHit(
   return rows[0];
 }
 
-/** Public routes: a publishable key of a merchant that is not suspended. */
-export function publishableKeyAuth(db: Db): Middleware {
+/** Public routes: a publishable key of a merchant that is not suspended (recorded as used, as secret keys are). */
+export function publishableKeyAuth(db: Db, clock: Clock): Middleware {
   return async (ctx, next) => {
-    const principal = await authenticatePublishable(db, ctx.get('authorization'));
+    const principal = await authenticatePublishable(db, clock, ctx.get('authorization'));
     if (!principal) {
       throw ApiError.unauthorized(
         'invalid_publishable_key',

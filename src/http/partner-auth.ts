@@ -1,6 +1,8 @@
 import type { Context, Middleware } from 'koa';
 import type { Db } from '../db/knex';
 import { bearer, hashSecret, parseKey, secretMatches } from '../keys/keys';
+import { partnerKeyUse } from '../keys/last-used';
+import type { Clock } from '../lib/clock';
 import type { PartnerScope } from '../keys/scopes';
 import { ApiError } from './errors';
 import { PartnerClaim, partnerClaimCtes } from './idempotency';
@@ -27,11 +29,11 @@ const ENV_OF_MODE = { test: 'sandbox', live: 'live' } as const;
  * Idempotency-Key (and counts its rate limit), but only for a key that passes the checks in SQL:
  * the hash equal, the scope held. The decision is still the constant-time compare here; the SQL
  * `=` compares SHA-256 digests, whose timing tells nothing about the secret (as the Checkout key
- * check does). The Idempotency-Key middleware then takes the outcome from `ctx.state`.
+ * check does). The Idempotency-Key middleware then takes the outcome from `ctx.state`. A key whose
+ * secret matched is recorded as used (at most one write a minute, off the request's path).
  */
 export function partnerAuth(
-  db: Db,
-  environment: 'sandbox' | 'live',
+  { db, clock, environment }: { db: Db; clock: Clock; environment: 'sandbox' | 'live' },
   scope: PartnerScope,
   claimFor?: (ctx: Context, keyId: string) => PartnerClaim | null,
 ): Middleware {
@@ -48,6 +50,7 @@ export function partnerAuth(
     const claim = claimFor?.(ctx, parsed.keyId) ?? null;
     const row = await readKey(db, parsed, scope, claim);
     if (!row || !secretMatches(parsed.secret, row.secret_hash)) throw ApiError.unauthorized();
+    partnerKeyUse.record(db, parsed.keyId, clock());
     if (!row.scopes.includes(scope)) throw ApiError.insufficientScope(scope);
     ctx.state.partner = { keyId: parsed.keyId, sellerId: row.seller_id, scopes: row.scopes };
     if (claim) ctx.state.partnerClaim = { claim, outcome: { claimed: row.claimed, hits: row.hits } };

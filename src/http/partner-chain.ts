@@ -38,7 +38,7 @@ export function partnerChain(deps: PartnerChainDeps, opts: PartnerRouteOptions):
   const idempotency = opts.idempotent
     ? partnerIdempotency(deps.db, deps.clock, opts.idempotent, renderPartnerError, counted || undefined)
     : undefined;
-  const chain: Middleware[] = [partnerAuth(deps.db, deps.environment, opts.scope, idempotency?.claimFor)];
+  const chain: Middleware[] = [partnerAuth(deps, opts.scope, idempotency?.claimFor)];
   if (idempotency) chain.push(idempotency.middleware);
   else if (counted) {
     chain.push(

@@ -76,11 +76,12 @@ async function resolve(db: Db, sellerId: string, input: AdjustmentIn): Promise<R
 
 /**
  * `POST /inventory/adjustments`: all or nothing in one transaction. The stock rows are locked in
- * a fixed order, so concurrent requests serialise and none can take a level below zero.
+ * a fixed order, so concurrent requests serialise and none can take a level below zero. `keyId`
+ * is the Partner key that asked, null for the seller's console.
  */
 export async function applyAdjustments(
   db: Db,
-  principal: { sellerId: string; keyId: string },
+  principal: { sellerId: string; keyId: string | null },
   input: AdjustmentIn,
 ): Promise<AdjustmentRowOut[]> {
   const rows = await resolve(db, principal.sellerId, input);

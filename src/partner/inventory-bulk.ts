@@ -161,7 +161,7 @@ function rowResults(
  * written in one statement for the whole batch (one round trip, one commit). Should that fail, the
  * batch is redone in three steps, so that a failed price write keeps the stock written and fails
  * only its own rows: the reads, then the stock, then the prices. Results in request order; no audit
- * entries.
+ * entries. Runs in `db`'s transaction when it is one (then all or nothing, without the retry).
  */
 export async function bulkUpdateInventory(db: Db, sellerId: string, items: unknown[]): Promise<RowResult[]> {
   const results: RowResult[] = new Array(items.length);
@@ -184,6 +184,8 @@ export async function bulkUpdateInventory(db: Db, sellerId: string, items: unkno
     snapshot = await applyBatch(db, sellerId, rows, { stock: true, price: true });
   } catch (err) {
     logFailure('batch', err);
+    // In a caller's transaction (the console's guarded write) the failure aborted it: no retry there.
+    if (db.isTransaction) throw err;
     snapshot = await applyBatch(db, sellerId, rows, { stock: false, price: false });
     const stocked = rows.filter((r) => r.onHand !== undefined);
     if (stocked.length > 0) {

@@ -1,4 +1,4 @@
-import type { Interceptor } from '@grpc/grpc-js';
+import { Interceptor, Metadata, NextCall, status as grpcStatus } from '@grpc/grpc-js';
 import { defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
 import { temporalErrorCause } from './grpc-error';
 
@@ -39,7 +39,39 @@ export function deadlineInterceptor(callTimeoutMs: number): Interceptor {
       },
       delayFunction: () => delay,
     });
-    return retries({ ...options, deadline }, nextCall);
+    return retries({ ...options, deadline }, closedChannelSafe(nextCall));
+  };
+}
+
+/**
+ * `nextCall` that answers a call on a closed connection with CANCELLED instead of throwing. The
+ * SDK's retry interceptor starts a retry from a timer that `Connection.close()` does not clear; on
+ * a closed channel the throw escaped as an uncaught exception (an API stopping while a call to an
+ * unreachable server waited for its retry exited with an error).
+ */
+function closedChannelSafe(nextCall: NextCall): NextCall {
+  return (options) => {
+    try {
+      return nextCall(options);
+    } catch (err) {
+      if (!(err instanceof Error) || err.message !== 'Channel has been shut down') throw err;
+      return endedCall(grpcStatus.CANCELLED, err.message);
+    }
+  };
+}
+
+/** A call that ends with `code` as soon as it starts, having sent nothing. */
+function endedCall(code: grpcStatus, details: string): ReturnType<NextCall> {
+  return {
+    start: (_metadata, listener) =>
+      void setImmediate(() => listener?.onReceiveStatus?.({ code, details, metadata: new Metadata() })),
+    cancelWithStatus: () => undefined,
+    getPeer: () => '',
+    sendMessageWithContext: () => undefined,
+    sendMessage: () => undefined,
+    startRead: () => undefined,
+    halfClose: () => undefined,
+    getAuthContext: () => null,
   };
 }
 

@@ -46,24 +46,35 @@ export const DESKTOP = { width: 1280, height: 860 };
  * A new shopper: its own cookies, a phone-width screen and its own client IP (sent as
  * X-Forwarded-For), so the public per-IP limits of one test never touch another's.
  */
-export function newShopper(browser: Browser, opts: { locale?: string } = {}): Promise<BrowserContext> {
+export function newShopper(
+  browser: Browser,
+  opts: { locale?: string; javaScriptEnabled?: boolean } = {},
+): Promise<BrowserContext> {
   return browser.newContext({
     viewport: PHONE,
     locale: opts.locale ?? 'en-US',
+    javaScriptEnabled: opts.javaScriptEnabled ?? true,
     extraHTTPHeaders: { 'x-forwarded-for': randomIp() },
   });
 }
 
-const SCREENSHOTS = join(__dirname, 'screenshots');
+/** Where the browser tests save their screenshots (scripts/screenshot-console.ts copies some to docs/). */
+export const SCREENSHOTS = join(__dirname, 'screenshots');
 
-/** Saves the page at phone and desktop width as `<name>-phone.png` and `<name>-desktop.png` (not committed). */
-export async function screenshots(page: Page, name: string): Promise<void> {
+const WIDTHS = { phone: PHONE, desktop: DESKTOP } as const;
+
+/**
+ * Saves the page at phone and desktop width (or only the `widths` given) as `<name>-phone.png` and
+ * `<name>-desktop.png` under test/e2e/screenshots/ (not committed).
+ */
+export async function screenshots(
+  page: Page,
+  name: string,
+  widths: ReadonlyArray<keyof typeof WIDTHS> = ['phone', 'desktop'],
+): Promise<void> {
   mkdirSync(SCREENSHOTS, { recursive: true });
   const before = page.viewportSize() ?? PHONE;
-  for (const [label, size] of [
-    ['phone', PHONE],
-    ['desktop', DESKTOP],
-  ] as const) {
+  for (const [label, size] of widths.map((w) => [w, WIDTHS[w]] as const)) {
     await page.setViewportSize(size);
     await page.evaluate('window.scrollTo(0, 0)');
     await page.screenshot({ path: join(SCREENSHOTS, `${name}-${label}.png`), fullPage: true, animations: 'disabled' });

@@ -54,6 +54,22 @@ export async function createSession(api: { baseUrl: string }, secretKey: string,
   return res.body;
 }
 
+/** A session of `amount` 10000 (unless `over` says otherwise) paid on the test gateway (its Succeed button), as a shopper would. */
+export async function paidSession(
+  api: { baseUrl: string },
+  keys: { secretKey: string; publishableKey: string },
+  over: Record<string, unknown> = {},
+) {
+  const s = await createSession(api, keys.secretKey, payableBody({ amount: 10000, ...over }));
+  const pub = shopper(api, keys.publishableKey);
+  const attempt = await pub('POST', `/sessions/${s.code}/attempts`, { body: { method: 'test' } });
+  await pub('POST', `/test-gateway/${attempt.body.attempt_id}/decide`, { body: { decision: 'succeeded' } });
+  const read = async () =>
+    (await call(api.baseUrl, 'GET', `/v1/checkout/sessions/${s.id}`, { key: keys.secretKey })).body;
+  await until(async () => (await read()).payment_status === 'paid', 'the payment');
+  return { ...(await read()), attemptId: attempt.body.attempt_id as string };
+}
+
 /** A random client IP in 10/8, so each caller has its own per-IP windows. */
 export const randomIp = () =>
   `10.${Math.floor(Math.random() * 256)}.${Math.floor(Math.random() * 256)}.${1 + Math.floor(Math.random() * 254)}`;

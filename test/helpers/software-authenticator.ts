@@ -16,6 +16,8 @@ export class SoftwareAuthenticator {
   private readonly keys = generateKeyPairSync('ec', { namedCurve: 'P-256' });
   /** The signature counter the next assertion carries (one more than now). */
   counter = 0;
+  /** Whether its answers say the user was verified (a PIN or biometric), as a platform authenticator's do. */
+  userVerified = true;
 
   constructor(readonly origin: string) {}
 
@@ -26,8 +28,8 @@ export class SoftwareAuthenticator {
   private authData(attested: boolean): Buffer {
     const counter = Buffer.alloc(4);
     counter.writeUInt32BE(this.counter);
-    // User present, user verified, and attested credential data when registering.
-    const flags = Buffer.from([0x01 | 0x04 | (attested ? 0x40 : 0)]);
+    // User present, user verified (unless not), and attested credential data when registering.
+    const flags = Buffer.from([0x01 | (this.userVerified ? 0x04 : 0) | (attested ? 0x40 : 0)]);
     const parts = [sha256(new URL(this.origin).hostname), flags, counter];
     if (attested) {
       const jwk = this.keys.publicKey.export({ format: 'jwk' });

@@ -2,7 +2,7 @@ import { randomString } from '../../src/lib/ids';
 import { buildMerchant } from './factories';
 import { call } from './http';
 import { HttpsReceiver, RECEIVER_HOST, startHttpsReceiver } from './https-receiver';
-import { startStack, type Stack } from './stack';
+import { startStack, type Stack, type StackOptions } from './stack';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -56,13 +56,17 @@ export function webhookSteps(stackOf: () => Stack) {
 
 /**
  * A test file's stack delivering to a real HTTPS receiver (its host allowed, its certificate
- * trusted): started in `beforeAll`, stopped in `afterAll`; read the fields inside tests.
+ * trusted): started in `beforeAll`, stopped in `afterAll`; read the fields inside tests. `options`
+ * as startStack's (`publicHost: 'localhost'` for passkeys).
  */
-export function useWebhookStack(): { stack: Stack; receiver: HttpsReceiver } {
+export function useWebhookStack(options: StackOptions = {}): { stack: Stack; receiver: HttpsReceiver } {
   const env = {} as { stack: Stack; receiver: HttpsReceiver };
   beforeAll(async () => {
     env.receiver = await startHttpsReceiver();
-    env.stack = await startStack({ WEBHOOK_ALLOWED_HOSTS: RECEIVER_HOST, WEBHOOK_EXTRA_CA_PATH: env.receiver.caPath });
+    env.stack = await startStack(
+      { WEBHOOK_ALLOWED_HOSTS: RECEIVER_HOST, WEBHOOK_EXTRA_CA_PATH: env.receiver.caPath },
+      options,
+    );
   });
   afterAll(async () => {
     await env.stack.stop();

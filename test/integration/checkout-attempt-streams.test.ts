@@ -1,4 +1,6 @@
+import Koa from 'koa';
 import { createApp } from '../../src/app';
+import { streamAttempt } from '../../src/checkout/attempts/attempt-stream';
 import { AttemptStreamHub } from '../../src/checkout/attempts/attempt-stream-hub';
 import { attemptStreamRules } from '../../src/checkout/attempts/attempt-stream-rules';
 import { settleAttempt } from '../../src/checkout/attempts/transitions';
@@ -215,6 +217,72 @@ describe('GET /v1/public/attempts/{attempt_id}/stream', () => {
     expect(await stream.ended()).toBe(true);
     expect(outcome).toEqual({ event: 'attempt', data: (await m.pub('GET', `/attempts/${id}`)).body });
     expect(outcome.data).toMatchObject({ status: 'failed', failure_reason: 'simulated_decline', merchant: {} });
+  });
+});
+
+describe('a read that fails', () => {
+  /**
+   * An app whose one route streams the attempt's row through `read`, which fails on the reads
+   * `failing` picks (1: the first, which is the answer before anything is sent).
+   */
+  async function flakyStreams(failing: (read: number) => boolean) {
+    const own = new AttemptStreamHub({ db: stack.db });
+    const app = new Koa();
+    let reads = 0;
+    app.use(async (ctx) => {
+      const attemptId = ctx.path.slice(1);
+      await streamAttempt(ctx, own, async () => {
+        reads += 1;
+        if (failing(reads)) throw new Error('the pool is busy');
+        const row = await stack.db('payment_attempts').where({ id: attemptId }).first('id', 'status');
+        return { attempt_id: row.id as string, status: row.status as string };
+      });
+    });
+    const server = await listen(app);
+    return {
+      open: (attemptId: string) => openStream(`${server.baseUrl}/${attemptId}`, {}),
+      reads: () => reads,
+      close: async () => {
+        own.drainStreams();
+        await server.close();
+        await own.close();
+      },
+    };
+  }
+
+  it('leaves the stream open, and the backstop reads again and sends the outcome', async () => {
+    const flaky = await flakyStreams((n) => n === 2);
+    try {
+      const m = await merchant();
+      const { id } = await attempt(m, {}, 'slow');
+      const stream = await flaky.open(id);
+      expect((await stream.nth(1)).data).toEqual({ attempt_id: id, status: 'pending' });
+      // No notification: the backstop's wake reads (and fails), the next one reads the outcome.
+      const started = Date.now();
+      await settleWithoutNotify(id);
+      expect(await stream.ended(3 * attemptStreamRules.backstopMs + 5000)).toBe(true);
+      expect(stream.events.map((e) => e.data.status)).toEqual(['pending', 'failed']);
+      expect(flaky.reads()).toBeGreaterThanOrEqual(3);
+      expect(Date.now() - started).toBeLessThan(2 * attemptStreamRules.backstopMs + 5000);
+    } finally {
+      await flaky.close();
+    }
+  });
+
+  it(`ends the stream without an event after ${attemptStreamRules.readFailuresToEnd} failed reads in a row (the page polls)`, async () => {
+    const flaky = await flakyStreams((n) => n > 1);
+    try {
+      const m = await merchant();
+      const { id } = await attempt(m, {}, 'slow');
+      const stream = await flaky.open(id);
+      await stream.nth(1);
+      await settleWithoutNotify(id);
+      expect(await stream.ended((attemptStreamRules.readFailuresToEnd + 2) * attemptStreamRules.backstopMs)).toBe(true);
+      expect(stream.events.map((e) => e.event)).toEqual(['attempt']);
+      expect(flaky.reads()).toBe(1 + attemptStreamRules.readFailuresToEnd);
+    } finally {
+      await flaky.close();
+    }
   });
 });
 

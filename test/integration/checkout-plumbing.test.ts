@@ -47,7 +47,7 @@ function probeApp(deps: Stack['deps']): Koa {
       },
     );
   }
-  router.get('/public/probe', publishableKeyAuth(deps.db), (ctx) => {
+  router.get('/public/probe', publishableKeyAuth(deps.db, deps.clock), (ctx) => {
     ctx.body = { merchant_id: ctx.state.checkout.merchantId, mode: ctx.state.checkout.mode };
   });
   const app = new Koa();

@@ -362,3 +362,204 @@ describe('a passkey as the second factor', () => {
     expect((await b.get('/console/sign-in/verify')).status).toBe(401);
   });
 });
+
+describe('a passkey for re-authentication', () => {
+  const SECURITY = '/console/account/security';
+  const REAUTH = `/console/reauth?next=${encodeURIComponent(SECURITY)}`;
+  const PASSKEY_REAUTH = `/console/reauth/passkey?next=${encodeURIComponent(SECURITY)}`;
+
+  /** Signed in with a passkey registered, the re-authentication 6 minutes old, and the reauth page read. */
+  async function stale() {
+    const { user, key } = await withPasskey();
+    const b = await signedIn(user);
+    stack.clock.advance(6 * 60_000);
+    await b.get(SECURITY);
+    const refused = await b.post('/console/account/passkeys/options');
+    expect([refused.status, refused.location]).toEqual([303, REAUTH]);
+    const page = await b.get(REAUTH);
+    return { user, key, b, page };
+  }
+
+  async function reauthOptions(b: ConsoleBrowser) {
+    const res = await b.post('/console/reauth/passkey/options');
+    expect([res.status, res.headers.get('content-type')]).toEqual([200, 'application/json; charset=utf-8']);
+    return JSON.parse(res.text) as {
+      challenge: string;
+      userVerification: string;
+      allowCredentials: Array<{ id: string }>;
+    };
+  }
+
+  const sessionOf = (b: ConsoleBrowser, userId: string) =>
+    stack
+      .db('console_sessions')
+      .where({ user_id: userId })
+      .whereNull('revoked_at')
+      .whereNotNull('second_factor_at')
+      .orderBy('created_at', 'desc')
+      .first('id', 'reauthenticated_at');
+
+  it('re-authenticates with the passkey alone (user verified): a fresh challenge of this session for reauth, used once; audited with factor passkey', async () => {
+    const { user, key, b, page } = await stale();
+    // Offered beside password and code, with its scripts (files of ours: the CSP allows no inline script).
+    expect(page.text).toContain('Confirm with a passkey on this device');
+    expect(page.text).toContain(`action="${PASSKEY_REAUTH.replace(/&/g, '&amp;')}"`);
+    expect(page.text).toMatch(/<script src="\/hosted\/static\/console-passkeys\.js\?v=[0-9a-f]{12}" defer>/);
+    expect(page.text).toContain('name="password"');
+    const before = (await sessionOf(b, user.id)).reauthenticated_at as Date;
+    const counted0 = await counted('reauthenticate', 'success');
+
+    const options = await reauthOptions(b);
+    // User verification is required: the passkey stands for both factors here.
+    expect([options.userVerification, options.allowCredentials.map((c) => c.id)]).toEqual(['required', [key.id]]);
+    const stored = await stack
+      .db('console_webauthn_challenges')
+      .where({ session_id: (await sessionOf(b, user.id)).id })
+      .select('purpose');
+    expect(stored).toEqual([{ purpose: 'reauth' }]);
+
+    const answer = JSON.stringify(key.assert(options.challenge));
+    const ok = await b.post(PASSKEY_REAUTH, { response: answer });
+    expect([ok.status, ok.location]).toEqual([303, SECURITY]);
+    const after = (await sessionOf(b, user.id)).reauthenticated_at as Date;
+    expect(after.getTime()).toBeGreaterThan(before.getTime());
+    expect(Math.abs(after.getTime() - stack.clock().getTime())).toBeLessThan(5_000);
+    // The challenge is gone; the sensitive action passes now.
+    expect(
+      await stack.db('console_webauthn_challenges').where({ session_id: (await sessionOf(b, user.id)).id }),
+    ).toEqual([]);
+    await b.get(SECURITY);
+    expect((await b.post('/console/account/passkeys/options')).status).toBe(200);
+    const row = await stack.db('console_passkeys').where({ user_id: user.id }).first('id', 'counter', 'last_used_at');
+    expect(row.counter).toBe(1);
+    expect(Math.abs(row.last_used_at.getTime() - stack.clock().getTime())).toBeLessThan(5_000);
+    expect(await counted('reauthenticate', 'success')).toBe(counted0 + 1);
+    expect((await auditRows(stack.db, user.id)).filter((r) => r.action === 'reauthenticate').at(-1)).toEqual({
+      action: 'reauthenticate',
+      outcome: 'success',
+      target: null,
+      detail: { factor: 'passkey', passkey_id: row.id },
+    });
+
+    // The same answer again is refused: its challenge was used.
+    await b.get(REAUTH);
+    expect((await b.post(PASSKEY_REAUTH, { response: answer })).status).toBe(401);
+  });
+
+  it('refuses another purpose’s or session’s challenge, an unverified user, an old counter, another user’s passkey; each audited with its reason', async () => {
+    const { user, key, b } = await stale();
+    const stranger = await withPasskey();
+    const other = await signedIn(user);
+    await other.get(REAUTH);
+    const otherOptions = await reauthOptions(other);
+    const refusedWith = async (answer: unknown) => {
+      await b.get(REAUTH);
+      const res = await b.post(PASSKEY_REAUTH, { response: JSON.stringify(answer) });
+      expect(res.text).toContain('The passkey was not accepted.');
+      return res.status;
+    };
+    // Another session's reauth challenge, and a challenge no one handed out.
+    expect(await refusedWith(key.assert(otherOptions.challenge))).toBe(401);
+    expect(await refusedWith(key.assert(strayChallenge()))).toBe(401);
+    // Without user verification (a security key with no PIN): refused for re-authentication.
+    key.userVerified = false;
+    await b.get(REAUTH);
+    expect(await refusedWith(key.assert((await reauthOptions(b)).challenge))).toBe(401);
+    key.userVerified = true;
+    // Another user's passkey.
+    await b.get(REAUTH);
+    expect(await refusedWith(stranger.key.assert((await reauthOptions(b)).challenge))).toBe(401);
+    // The passkey itself works (the stored counter becomes 1)…
+    await b.get(REAUTH);
+    expect(
+      (await b.post(PASSKEY_REAUTH, { response: JSON.stringify(key.assert((await reauthOptions(b)).challenge)) }))
+        .status,
+    ).toBe(303);
+    // …but a registration challenge of this very session is not a reauth one…
+    await b.get(SECURITY);
+    const register = JSON.parse((await b.post('/console/account/passkeys/options')).text) as { challenge: string };
+    expect(await refusedWith(key.assert(register.challenge))).toBe(401);
+    // …and a counter that goes back (a cloned key) is refused.
+    key.counter = 0;
+    await b.get(REAUTH);
+    expect(await refusedWith(key.assert((await reauthOptions(b)).challenge))).toBe(401);
+    // Without the page's token: refused before anything is read.
+    await b.get(REAUTH);
+    expect((await b.post('/console/reauth/passkey/options', {}, { csrf: null })).status).toBe(403);
+    expect((await b.post(PASSKEY_REAUTH, { response: '{}' }, { csrf: null })).status).toBe(403);
+    expect((await b.post(PASSKEY_REAUTH, { response: 'not json' })).status).toBe(401);
+
+    expect(
+      (await auditRows(stack.db, user.id))
+        .filter((r) => r.action === 'reauthenticate')
+        .map((r) => [r.outcome, r.detail?.factor, r.detail?.reason]),
+    ).toEqual([
+      ['failed', 'passkey', 'no_challenge'],
+      ['failed', 'passkey', 'no_challenge'],
+      ['failed', 'passkey', 'user_not_verified'],
+      ['failed', 'passkey', 'unknown_passkey'],
+      ['success', 'passkey', undefined],
+      ['failed', 'passkey', 'no_challenge'],
+      ['failed', 'passkey', 'counter'],
+      ['failed', 'passkey', 'bad_response'],
+    ]);
+  });
+
+  it('is for every signed-in role, never without a session (401) or as a GET (405); a user without a passkey is offered none (404)', async () => {
+    const merchant = await buildMerchant(stack.db);
+    const viewer = await consoleUser(stack, { merchantId: merchant.merchantId }, 'viewer');
+    const key = new SoftwareAuthenticator(stack.baseUrl);
+    const b = await signedIn(viewer);
+    const added = await b.post('/console/account/passkeys', {
+      name: 'Phone',
+      response: JSON.stringify(key.register((await registrationOptions(b)).challenge)),
+    });
+    expect(added.status).toBe(201);
+    await b.get('/console/reauth');
+    const ok = await b.post('/console/reauth/passkey', {
+      response: JSON.stringify(key.assert((await reauthOptions(b)).challenge)),
+    });
+    // No `next`: back to the console.
+    expect([ok.status, ok.location]).toEqual([303, '/console']);
+    for (const path of ['/console/reauth/passkey/options', '/console/reauth/passkey'])
+      expect([path, (await b.get(path)).status]).toEqual([path, 405]);
+
+    const anon = browser();
+    await anon.get('/console/sign-in');
+    expect((await anon.post('/console/reauth/passkey/options')).status).toBe(401);
+    expect((await anon.post('/console/reauth/passkey', { response: '{}' })).status).toBe(401);
+    // The password step alone is not signed in.
+    const { b: halfway } = await passwordStep(viewer);
+    expect((await halfway.post('/console/reauth/passkey/options')).status).toBe(401);
+
+    const plain = await signedIn(await owner());
+    const page = await plain.get('/console/reauth');
+    expect(page.text).not.toContain('Confirm with a passkey');
+    expect(page.text).not.toContain('console-passkeys.js');
+    expect((await plain.post('/console/reauth/passkey/options')).status).toBe(404);
+  });
+
+  it('counts passkey tries with the password-and-code tries: past 10 in 15 minutes, 429 with Retry-After', async () => {
+    const { key, b } = await stale();
+    // The sign-in's code was one try of this session's window (unless the 6 minutes crossed into a new one).
+    let refusals = 0;
+    for (;;) {
+      await b.get(REAUTH);
+      const res = await b.post(PASSKEY_REAUTH, { response: JSON.stringify(key.assert(strayChallenge())) });
+      if (res.status !== 401) {
+        expect(res.status).toBe(429);
+        break;
+      }
+      refusals += 1;
+      expect(refusals).toBeLessThanOrEqual(10);
+    }
+    expect(refusals).toBeGreaterThanOrEqual(9);
+    await b.get(REAUTH);
+    const options = await reauthOptions(b);
+    const throttled = await b.post(PASSKEY_REAUTH, { response: JSON.stringify(key.assert(options.challenge)) });
+    expect([throttled.status, Number(throttled.headers.get('retry-after')) > 0]).toEqual([429, true]);
+    // Not re-authenticated: the action still goes to the reauth page.
+    await b.get(SECURITY);
+    expect((await b.post('/console/account/passkeys/options')).status).toBe(303);
+  });
+});

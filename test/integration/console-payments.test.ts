@@ -1,6 +1,6 @@
 import { randomString } from '../../src/lib/ids';
 import { auditRows, ConsoleBrowser, consoleUser, TestConsoleUser } from '../helpers/console';
-import { createSession, payableBody, shopper, until } from '../helpers/checkout-payments';
+import { createSession, paidSession as paid, payableBody, until } from '../helpers/checkout-payments';
 import { buildMerchant, buildSeller } from '../helpers/factories';
 import { call } from '../helpers/http';
 import { startStack, Stack } from '../helpers/stack';
@@ -41,15 +41,8 @@ const json = (row: Record<string, unknown>) =>
     ]),
   );
 
-/** A session paid on the test gateway (Succeed button), as the shopper would. */
-async function paidSession(m: Merchant, over: Record<string, unknown> = {}) {
-  const s = await createSession(stack, m.secretKey, payableBody({ amount: 10000, ...over }));
-  const pub = shopper(stack, m.publishableKey);
-  const attempt = await pub('POST', `/sessions/${s.code}/attempts`, { body: { method: 'test' } });
-  await pub('POST', `/test-gateway/${attempt.body.attempt_id}/decide`, { body: { decision: 'succeeded' } });
-  await until(async () => (await sessionRead(m, s.id)).payment_status === 'paid', 'the payment');
-  return { ...(await sessionRead(m, s.id)), attemptId: attempt.body.attempt_id as string };
-}
+/** A session paid on the test gateway, on this file's stack. */
+const paidSession = (m: Merchant, over: Record<string, unknown> = {}) => paid(stack, m, over);
 
 describe('Payments › Sessions', () => {
   it('lists this mode’s sessions newest first, by status, reference id, created day and id; never another merchant’s or the other mode’s', async () => {
@@ -246,7 +239,35 @@ describe('a session and its refunds', () => {
     expect(changed.text).toContain('This Idempotency-Key was used with another body or route.');
     expect((await refundsOf(s.id)).map((r) => r.amount)).toEqual([2500]);
     const audited = (await auditRows(stack.db, user.id)).filter((r) => r.action === 'refund_create');
-    expect(audited.map((r) => r.outcome)).toEqual(['success']);
+    expect(audited.map((r) => [r.outcome, r.detail.code])).toEqual([
+      ['success', undefined],
+      ['failed', 'idempotency_key_conflict'],
+    ]);
+  });
+
+  it('one form posted twice at once with different amounts refunds once: the other is refused (409) inside the service’s transaction', async () => {
+    const m = await buildMerchant(stack.db);
+    const s = await paidSession(m);
+    const b = await signedIn(await consoleUser(stack, { merchantId: m.merchantId }, 'operator'));
+    const made: number[] = [];
+    for (const [a, c] of [
+      ['1000', '1500'],
+      ['2000', '500'],
+      ['700', '900'],
+    ]) {
+      const key = requestKeyOf((await b.get(`${PAYMENTS}/${s.id}`)).text);
+      const answers = await Promise.all([
+        b.post(`${PAYMENTS}/${s.id}/refunds`, { amount: a, request_key: key }),
+        b.post(`${PAYMENTS}/${s.id}/refunds`, { amount: c, request_key: key }),
+      ]);
+      expect(answers.map((r) => r.status).sort()).toEqual([201, 409]);
+      const refused = answers.find((r) => r.status === 409)!;
+      expect(refused.text).toContain('This Idempotency-Key was used with another body or route.');
+      made.push(Number(answers[0].status === 201 ? a : c));
+      const rows = await stack.db('refunds').where({ idempotency_key: key }).select('amount');
+      expect(rows.map((r) => r.amount)).toEqual([made.at(-1)]);
+    }
+    expect((await refundsOf(s.id)).map((r) => r.amount)).toEqual(made);
   });
 
   it('refunding needs password and code within 5 minutes; re-authentication returns to the session', async () => {

@@ -212,8 +212,12 @@ describe('by-id reads of the event log', () => {
   afterAll(() => db.destroy());
 
   it('read one or two days, by the time in the ids', async () => {
-    const id = idAt(Date.now() - 5 * 60_000);
-    await writeEvent(db, merchantId, id, new Date(Date.now() - 5 * 60_000));
+    // Written at least an hour before midnight: the bound reaches an hour past the id's time, and
+    // from 23:00 UTC that is tomorrow, a third day (so the test held only 23 hours a day).
+    const startOfDay = Math.floor(Date.now() / DAY) * DAY;
+    const at = Math.min(Date.now() - 5 * 60_000, startOfDay + 22 * 60 * 60_000);
+    const id = idAt(at);
+    await writeEvent(db, merchantId, id, new Date(at));
     const bounds = idTimeBounds([id])!;
     // eventsByIds (the delivery activity's claimed rows, webhook_undelivered, dropped deliveries) and getEvent.
     const byIds = db('events').whereIn('id', [id]).whereBetween('created_at', bounds).toSQL();

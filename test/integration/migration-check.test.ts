@@ -304,6 +304,9 @@ describe('what npm test checks', () => {
         '20261127140000_console_accounts',
         '20261127180000_endpoint_watches',
         '20261127190000_console_passkeys',
+        '20261128100000_console_inventory',
+        '20261201100000_delivery_endpoint_index',
+        '20261201100100_console_reauth_invites',
       ],
     });
   });

@@ -1,5 +1,8 @@
 import { postgresDeadlineOf } from '../../src/db/deadlines';
-import { temporalDeadlineOf } from '../../src/temporal/deadlines';
+import { createServer, AddressInfo } from 'node:net';
+import { status } from '@grpc/grpc-js';
+import { Connection } from '@temporalio/client';
+import { deadlineInterceptor, temporalDeadlineOf } from '../../src/temporal/deadlines';
 
 /** A node-postgres server error as knex rethrows it (the statement prefixed to its message). */
 const pgError = (code: string, message: string) =>
@@ -64,4 +67,31 @@ describe('temporalDeadlineOf', () => {
     expect(temporalDeadlineOf(grpcError(3, 'invalid search attribute'))).toBeUndefined();
     expect(temporalDeadlineOf(new Error('workflow not found'))).toBeUndefined();
   });
+});
+
+describe('deadlineInterceptor', () => {
+  it('ends a call whose retry was due after its connection closed (no uncaught throw)', async () => {
+    // A port nothing listens on: the call fails UNAVAILABLE and the SDK waits to retry it.
+    const free = createServer();
+    await new Promise<void>((resolve) => free.listen(0, '127.0.0.1', resolve));
+    const { port } = free.address() as AddressInfo;
+    await new Promise((resolve) => free.close(resolve));
+    const connection = Connection.lazy({ address: `127.0.0.1:${port}`, interceptors: [deadlineInterceptor(10_000)] });
+    const uncaught: unknown[] = [];
+    const onUncaught = (err: unknown) => uncaught.push(err);
+    process.on('uncaughtException', onUncaught);
+    try {
+      const call = connection.workflowService.getSystemInfo({}).then(
+        () => 'answered',
+        (err: unknown) => (err as { code?: number }).code,
+      );
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      await connection.close();
+      expect(await call).toBe(status.CANCELLED);
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      expect(uncaught).toEqual([]);
+    } finally {
+      process.off('uncaughtException', onUncaught);
+    }
+  }, 10_000);
 });

@@ -10,6 +10,8 @@ export const attemptStreamRules = {
   maxLifeMs: 5 * 60_000,
   /** Every watched attempt is re-read this often: the previous release's workers never notify, and a notification can be lost. */
   backstopMs: 2000,
+  /** A stream's reads that fail in a row (each retried by the backstop) before it ends and the page polls. */
+  readFailuresToEnd: 3,
   /** The backstop read's deadline. */
   backstopTimeoutMs: 1000,
   /** The `retry:` an EventSource waits before it reconnects. */

@@ -19,7 +19,9 @@ const frame = (event: string, data: unknown) => `event: ${event}\ndata: ${JSON.s
  * poll's answer at once and at every change of its status; after a final one (not `pending`) the
  * stream ends. A `reconnect` event ends it early (its life is over, or the process is stopping):
  * the client opens a new stream. The first read happens before anything is sent, so a refusal
- * (`404 attempt_not_found`) is the poll's error envelope; a later read that fails ends the stream
+ * (`404 attempt_not_found`) is the poll's error envelope. A later read that fails (a pool busy with
+ * a burst of wakes) leaves the stream open for the hub's backstop, which reads it again while its
+ * attempt's status differs from the one sent; `readFailuresToEnd` failures in a row end the stream
  * without an event (the page falls back to polling).
  */
 export async function streamAttempt<T extends StreamedAttempt>(
@@ -45,6 +47,7 @@ export async function streamAttempt<T extends StreamedAttempt>(
   let reading = false;
   let again = false;
   let done = false;
+  let failures = 0;
   attemptStreamsOpen.inc();
   // Wakes come from the hub, outside the request's async scope: the log lines name the request themselves.
   const logFields = { attempt_id: first.attempt_id, request_id: ctx.state.requestId as string | undefined };
@@ -69,6 +72,7 @@ export async function streamAttempt<T extends StreamedAttempt>(
       do {
         again = false;
         const now = await read();
+        failures = 0;
         if (done) return;
         if (now.status !== sent) {
           sent = now.status;
@@ -77,8 +81,17 @@ export async function streamAttempt<T extends StreamedAttempt>(
         if (now.status !== 'pending') return end(null);
       } while (again);
     } catch (err) {
-      log.warn('attempt stream read failed; the stream ends', { ...logFields, error: err });
-      end(null);
+      failures += 1;
+      const ends = failures >= attemptStreamRules.readFailuresToEnd;
+      log.warn(
+        ends ? 'attempt stream read failed; the stream ends' : 'attempt stream read failed; the backstop reads again',
+        {
+          ...logFields,
+          failures,
+          error: err,
+        },
+      );
+      if (ends) end(null);
     } finally {
       reading = false;
     }

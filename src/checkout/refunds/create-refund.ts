@@ -49,18 +49,41 @@ export async function createRefund(
   return (await requestRefund(deps, scope, input, idempotencyKey)).refund;
 }
 
-/** `createRefund`, saying whether the refund was made now or found (`replayed`: an earlier create with the same key and request made it). */
+/**
+ * `createRefund`, saying whether the refund was made now or found (`replayed`: an earlier create
+ * with the same key and request made it). With `keyNamesOneRequest` (the console's refund form,
+ * which has no idempotency layer in front of it), a key already used with another request is
+ * refused (409 `idempotency_key_conflict`, as the API's idempotency layer answers within its 24
+ * hours), checked under a transaction lock on the key: two posts of one key with different
+ * amounts cannot both pass.
+ */
 export async function requestRefund(
   deps: SessionDeps,
   scope: MerchantScope,
   input: RefundIn,
   idempotencyKey: string,
+  opts: { keyNamesOneRequest?: boolean } = {},
 ): Promise<{ refund: RefundRow; replayed: boolean }> {
   const notFound = () => ApiError.notFound('session_not_found', 'No such checkout session.');
   if (!isObjectId(input.session_id)) throw notFound();
   const now = deps.clock();
   const requestHash = sha256Hex(canonicalJson(input));
   const { refund, handoff } = await deps.db.transaction(async (trx: Db) => {
+    if (opts.keyNamesOneRequest) {
+      // Held to the commit, taken before the session's row lock by every caller that takes it.
+      await trx.raw('SELECT pg_advisory_xact_lock(hashtextextended(?, 0))', [
+        `refund-key:${scope.merchantId}:${scope.mode}:${idempotencyKey}`,
+      ]);
+      const other = await trx('refunds')
+        .where({ merchant_id: scope.merchantId, mode: scope.mode, idempotency_key: idempotencyKey })
+        .whereNot({ request_hash: requestHash })
+        .first('id');
+      if (other)
+        throw ApiError.conflict(
+          'idempotency_key_conflict',
+          'This Idempotency-Key was used with another body or route.',
+        );
+    }
     const session: SessionRow | undefined = await trx('checkout_sessions')
       .where({ id: input.session_id, merchant_id: scope.merchantId, mode: scope.mode })
       .forUpdate()
