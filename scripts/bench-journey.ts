@@ -12,7 +12,7 @@ import { createMerchant } from '../src/ops/merchants';
 import { verify } from '../src/webhooks/verify';
 import { startHttpsReceiver, type ReceivedRequest } from '../test/helpers/https-receiver';
 import { type CpuGroups, databaseBackends, meterCpu } from './bench/cpu';
-import { startBenchEnvironment } from './bench/environment';
+import { meterTransitions, startBenchEnvironment, temporalCpuGroups, transitionsLine } from './bench/environment';
 import { percentile, perSecond, runClosedLoop, table } from './bench/measure';
 import { journeySessionBody } from './bench/sessions';
 import { benchServiceEnv, startTsChild, startWorkerAndApi } from './bench/services';
@@ -78,7 +78,6 @@ const STRICT = process.env.BENCH_STRICT === '1';
 const TARGET = { cpuStarts: 4, paidP50Ms: 30, paidP95Ms: 100, saturationP95Ms: 1000 } as const;
 const NAMESPACE = 'default';
 const POSTGRES = 'Postgres (bench database backends)';
-const TEMPORAL = 'Temporal dev server';
 const FLOOR_WORKER = 'floor worker';
 const STEPS = ['create', 'read', 'attempt', 'press', 'paid', 'webhook'] as const;
 type Step = (typeof STEPS)[number];
@@ -164,6 +163,8 @@ interface LoadResult {
   wallS: number;
   arrivalsS: number;
   cpu: Array<[string, number]>;
+  /** The cluster's state transitions during the load (undefined on the dev server). */
+  transitions: number | undefined;
 }
 
 async function main(): Promise<void> {
@@ -259,7 +260,7 @@ async function main(): Promise<void> {
       API: async () => [api.pid!],
       worker: async () => [worker.pid!],
       [POSTGRES]: () => databaseBackends(db),
-      [TEMPORAL]: async () => (env.temporalPid ? [env.temporalPid] : []),
+      ...temporalCpuGroups(env.temporal),
       [FLOOR_WORKER]: async () => [floorWorker.pid!],
     };
     let journeys = 0;
@@ -349,6 +350,7 @@ async function main(): Promise<void> {
       const signaturesBefore = badSignatures;
       let completed = 0;
       const cpuMeter = await meterCpu(cpuGroups, 'this script (load and receiver)', 'other processes on the machine');
+      const transitionMeter = await meterTransitions(env.temporal);
       const inFlight: Array<Promise<void>> = [];
       const runStarted = performance.now();
       const offered = Math.round(rate * seconds);
@@ -373,6 +375,7 @@ async function main(): Promise<void> {
       const drained = await Promise.race([all.then(() => true), sleep(drainS * 1000).then(() => false)]);
       const runEnded = performance.now();
       const cpu = await cpuMeter.stop();
+      const transitions = await transitionMeter.stop();
       const unfinished = drained ? 0 : offered - completed - errors.length;
       for (let i = 0; i < unfinished; i++) errors.push(`unfinished ${drainS} s after the last arrival`);
       // As the drain left them: a journey finishing later counts as over.
@@ -391,6 +394,7 @@ async function main(): Promise<void> {
         wallS: (runEnded - runStarted) / 1000,
         arrivalsS: (arrivalsEnded - runStarted) / 1000,
         cpu,
+        transitions,
       };
     };
 
@@ -403,8 +407,10 @@ async function main(): Promise<void> {
     log(`Floor: ${FLOOR_STARTS} bare workflow starts at concurrency ${FLOOR_CONCURRENCY} (after 100 to warm up)...`);
     await runClosedLoop(100, FLOOR_CONCURRENCY, startNoop);
     const floorMeter = await meterCpu(cpuGroups, 'this script (load and receiver)', 'other processes on the machine');
+    const floorTransitionMeter = await meterTransitions(env.temporal);
     const floorBatch = await runClosedLoop(FLOOR_STARTS, FLOOR_CONCURRENCY, startNoop);
     const floorCpu = await floorMeter.stop();
+    const floorTransitions = await floorTransitionMeter.stop();
     const floorRate = perSecond(floorBatch);
 
     log(`Warming up: 20 journeys at 2/s...`);
@@ -474,8 +480,9 @@ async function main(): Promise<void> {
 
     // CPU per journey: the journey's stack (API, worker, Postgres, Temporal); per bare start: the
     // floor's (Temporal and the floor worker). Neither counts this script or the other's idle processes.
-    const JOURNEY_STACK = ['API', 'worker', POSTGRES, TEMPORAL];
-    const FLOOR_STACK = [TEMPORAL, FLOOR_WORKER];
+    const TEMPORAL = Object.keys(temporalCpuGroups(env.temporal));
+    const JOURNEY_STACK = ['API', 'worker', POSTGRES, ...TEMPORAL];
+    const FLOOR_STACK = [...TEMPORAL, FLOOR_WORKER];
     const sum = (cpu: Array<[string, number]>, names: string[]) =>
       cpu.filter(([name]) => names.includes(name)).reduce((n, [, s]) => n + s, 0);
     const perJourney = (sum(steady.cpu, JOURNEY_STACK) * 1000) / Math.max(steady.completed, 1);
@@ -524,6 +531,17 @@ async function main(): Promise<void> {
       `Floor (same run, same server): ${floorBatch.count} bare starts at ${floorRate.toFixed(1)}/s, ` +
         `${perStart.toFixed(2)} ms of CPU each.`,
     );
+    for (const line of [
+      transitionsLine(env.temporal, `Journeys at ${RATE}/s`, steady.transitions, steady.completed, steady.wallS),
+      transitionsLine(
+        env.temporal,
+        'Bare starts (floor)',
+        floorTransitions,
+        floorBatch.count,
+        floorBatch.wallMs / 1000,
+      ),
+    ])
+      if (line) log(line);
     if (saturation !== undefined) {
       log(
         `Saturation: press -> paid p95 under 1 s up to ${saturation.toFixed(1)} journeys/s offered ` +

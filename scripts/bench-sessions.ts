@@ -13,7 +13,13 @@ import { setLogLevel } from '../src/lib/log';
 import { createCheckoutKey } from '../src/ops/checkout-keys';
 import { createMerchant } from '../src/ops/merchants';
 import { type CpuGroups, databaseBackends, meterCpu } from './bench/cpu';
-import { connectStack, startBenchEnvironment } from './bench/environment';
+import {
+  connectStack,
+  meterTransitions,
+  startBenchEnvironment,
+  temporalCpuGroups,
+  transitionsLine,
+} from './bench/environment';
 import { benchHttpClient } from './bench/http-client';
 import { startTsChild } from './bench/services';
 import { compareTelemetry, SAMPLED, startOtlpSink } from './bench/telemetry';
@@ -224,20 +230,24 @@ async function main(): Promise<void> {
     const telemetryBatches = { off: [] as Batch[], on: [] as Batch[] };
     // CPU seconds per process group in each phase, to show where a create costs more than a start.
     const cpuGroups: CpuGroups = {
-      'Temporal dev server': async () => (env.temporalPid ? [env.temporalPid] : []),
+      ...temporalCpuGroups(env.temporal),
       'workers (session worker and floor worker)': async () => children.map((c) => c.pid!),
       'Postgres (bench database backends)': () => databaseBackends(appDb),
     };
     const cpu = { floor: new Map<string, number>(), sessions: new Map<string, number>() };
-    const metered = async (into: Map<string, number>, run: () => Promise<Batch>): Promise<Batch> => {
+    // The cluster's state transitions in each phase (none counted on the dev server).
+    const transitions = { floor: 0, sessions: 0 };
+    const metered = async (phase: 'floor' | 'sessions', run: () => Promise<Batch>): Promise<Batch> => {
       const meter = await meterCpu(cpuGroups, 'this process (API and clients)', OTHERS);
+      const transitionMeter = await meterTransitions(env.temporal);
       const batch = await run();
-      for (const [name, seconds] of await meter.stop()) into.set(name, (into.get(name) ?? 0) + seconds);
+      for (const [name, seconds] of await meter.stop()) cpu[phase].set(name, (cpu[phase].get(name) ?? 0) + seconds);
+      transitions[phase] += (await transitionMeter.stop()) ?? 0;
       return batch;
     };
     for (let round = 0; round < ROUNDS; round++) {
-      floorBatches.push(await metered(cpu.floor, () => runClosedLoop(PER_ROUND, CONCURRENCY, startNoop)));
-      sessionBatches.push(await metered(cpu.sessions, () => runClosedLoop(PER_ROUND, CONCURRENCY, createSession)));
+      floorBatches.push(await metered('floor', () => runClosedLoop(PER_ROUND, CONCURRENCY, startNoop)));
+      sessionBatches.push(await metered('sessions', () => runClosedLoop(PER_ROUND, CONCURRENCY, createSession)));
       log(
         `  round ${round + 1}: floor ${rate(perSecond(floorBatches[round]))}, sessions ${rate(perSecond(sessionBatches[round]))}`,
       );
@@ -336,6 +346,13 @@ async function main(): Promise<void> {
         row(OTHERS),
       ]),
     );
+    for (const [what, n, batch] of [
+      ['Creates', transitions.sessions, sessions],
+      ['Bare starts (floor)', transitions.floor, floor],
+    ] as const) {
+      const line = transitionsLine(env.temporal, what, n, batch.count, batch.wallMs / 1000);
+      if (line) log(line);
+    }
     log(
       `load average at the end: ${loadavg()
         .map((n) => n.toFixed(1))
@@ -345,7 +362,10 @@ async function main(): Promise<void> {
     log(
       `\nfloor: bare starts of an empty workflow (run by a worker) on the same server at the same concurrency.` +
         `\n${sessions.count} measured creates (${Number(created[0].count)} sessions in all), ${CONCURRENCY} concurrent; ` +
-        `Node ${process.version}, Postgres ${version}, ${cpus().length} CPUs.`,
+        `${env.temporal.label}; Node ${process.version}, Postgres ${version}, ${cpus().length} CPUs, ` +
+        `load average at the end ${loadavg()
+          .map((n) => n.toFixed(2))
+          .join(' ')}.`,
     );
     if (STRICT && (ratio < TARGET_RATIO || medianRatio > TARGET_MEDIAN_RATIO)) process.exitCode = 1;
   } finally {

@@ -25,7 +25,13 @@ import { webhookRuntime } from '../src/webhooks/runtime';
 import { verify } from '../src/webhooks/verify';
 import { ReceivedRequest, startHttpsReceiver } from '../test/helpers/https-receiver';
 import { databaseBackends, meterCpu } from './bench/cpu';
-import { connectStack, startBenchEnvironment } from './bench/environment';
+import {
+  connectStack,
+  meterTransitions,
+  startBenchEnvironment,
+  temporalCpuGroups,
+  transitionsLine,
+} from './bench/environment';
 import { percentile, runClosedLoop, table } from './bench/measure';
 import { startTsChild } from './bench/services';
 import { compareTelemetry, SAMPLED, startOtlpSink } from './bench/telemetry';
@@ -282,7 +288,7 @@ async function main(): Promise<void> {
     const stackCpu = {
       worker: async () => [worker.pid!],
       'Postgres (bench database backends)': () => databaseBackends(apiDb),
-      'Temporal dev server': async () => (env.temporalPid ? [env.temporalPid] : []),
+      ...temporalCpuGroups(env.temporal),
     };
     /** Where the CPU went over `wallMs`, as a note: seconds, cores busy and ms per delivery, per process. */
     const cpuNote = (part: string, split: Array<[string, number]>, wallMs: number, deliveries: number) =>
@@ -297,12 +303,21 @@ async function main(): Promise<void> {
 
     log(`1. Burst: ${EVENTS} events to ${ENDPOINTS} endpoints (${PRODUCERS} producers)...`);
     const burstCpu = await meterCpu(stackCpu, 'this script (producers and receiver)');
+    const burstTransitions = await meterTransitions(env.temporal);
     const startedAt = Date.now();
     const committedAt = await produce(main.scope, EVENTS);
     const producedMs = Date.now() - startedAt;
     const burst = await firstBytes(committedAt, mainPaths);
     const lastByte = Math.max(...burst.first.map((r) => r.at));
     notes.push(cpuNote('burst', await burstCpu.stop(), Date.now() - startedAt, burst.first.length));
+    const transitions = transitionsLine(
+      env.temporal,
+      'burst (operations: deliveries)',
+      await burstTransitions.stop(),
+      burst.first.length,
+      (Date.now() - startedAt) / 1000,
+    );
+    if (transitions) notes.push(transitions);
     const perSecond = (burst.first.length / (lastByte - startedAt)) * 1000;
     receiver.requests.length = 0;
 
@@ -714,7 +729,7 @@ async function main(): Promise<void> {
         .map((l) => l.toFixed(2))
         .join(
           ' ',
-        )}; dev server tuned (SQLite WAL, synchronous=normal)${EXTRA_DEV_SERVER_ARGS.length ? ` and ${EXTRA_DEV_SERVER_ARGS.join(' ')}` : ''}; ` +
+        )}; ${env.temporal.kind === 'cluster' ? env.temporal.label : `dev server tuned (SQLite WAL, synchronous=normal)${EXTRA_DEV_SERVER_ARGS.length ? ` and ${EXTRA_DEV_SERVER_ARGS.join(' ')}` : ''}`}; ` +
         'the worker (with the dispatcher) in a process of its own, as is the floor; producers and receiver in this one.',
     );
     const missed = rows.filter((r) => r.met === false);

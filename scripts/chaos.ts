@@ -8,6 +8,15 @@ import { Stack } from './chaos/stack';
 import { ensureSystemPackages, SYSTEM_PACKAGES } from './system-packages';
 import { Load, type RequestRecord } from './upgrade/load';
 import { listEvents } from './upgrade/checks';
+import {
+  armDeadlines,
+  type ArmedDeadline,
+  DEADLINE_EVERY_MS,
+  deadlineHistory,
+  type DeadlineOutcome,
+  lateness,
+  readDeadlines,
+} from './chaos/deadlines';
 
 /**
  * `npm run chaos`: faults beyond crashes (docs/chaos.md), each injected by the suite itself on the
@@ -17,6 +26,7 @@ import { listEvents } from './upgrade/checks';
  *   npm run chaos -- --fast                the CI subset
  *   npm run chaos -- --scenario pg-stop,worker-pause
  *   npm run chaos -- --list                the scenarios and what each expects
+ *   npm run chaos -- --cluster             the Temporal node faults, on a cluster of the suite's own
  *
  * Per scenario: a baseline, the fault, its healing, a watch until the expected alerts resolved
  * (at most RESOLVE_BUDGET_S), then the load drained and the end state read back. Prints requests,
@@ -29,7 +39,10 @@ import { listEvents } from './upgrade/checks';
  * - each expected alert in ops/prometheus/alerts.yml (else "alert missing"), fired within its
  *   hold (its `for` and its `*_over_time` window) plus EVAL_SLACK_S of the fault's start and resolved within RESOLVE_BUDGET_S of its end,
  *   unless its `for` is longer than the fault (then the table says so: it cannot fire here);
- * - in a no-page scenario, no alert of severity=page.
+ * - in a no-page scenario, no alert of severity=page;
+ * - in a node fault (`--cluster`), every armed session deadline expired once, and no later after
+ *   its expires_at than the worst of the no-fault control (run first, same stack, same load) plus
+ *   DEADLINE_EXACT_S, or plus the fault's stated lateness when it fell in the fault's window.
  *
  * Settings: CHAOS_RATE (journeys/s, 3), CHAOS_BASELINE_S (10), CHAOS_GRACE_S (15),
  * CHAOS_RESOLVE_BUDGET_S (120), CHAOS_KEEP=1 keeps the logs.
@@ -51,6 +64,16 @@ const EVAL_SLACK_S = 10 + 5 * INTERVAL_S + 10;
 const CLIENT_TIMEOUT_MS = 30_000;
 const DRAIN_MS = 90_000;
 const FENCED = 'svc_claims_fenced_total';
+/** Beyond the no-fault control's worst lateness: how late a deadline outside a fault's window may expire. */
+const DEADLINE_EXACT_S = Number(process.env.CHAOS_DEADLINE_EXACT_S ?? 3);
+/** Before the baseline: time to arm a node fault's deadlines (two requests per session). */
+const ARMING_S = 20;
+/** Node faults: session deadlines from this long before the fault to this long after its planned end. */
+const DEADLINES_BEFORE_S = 6;
+const DEADLINES_AFTER_S = 20;
+const CLUSTER = process.argv.includes('--cluster');
+/** The node faults' control: the same stack and load, no fault; it runs first with --cluster. */
+const CONTROL = 'no-fault';
 
 const log = (line: string) => process.stdout.write(`${line}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -58,21 +81,35 @@ const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
 function selected(): Scenario[] {
   const args = process.argv.slice(2);
+  // Node faults need the cluster (--cluster); with it, the other scenarios may be named too.
+  const available = SCENARIOS.filter((s) => CLUSTER || !s.cluster);
   if (args.includes('--list')) {
     for (const s of SCENARIOS)
-      log(`${s.id.padEnd(20)} ${s.fast ? 'fast' : '    '} ${s.title}; alerts: ${s.alerts.join(', ') || '-'}`);
+      log(
+        `${s.id.padEnd(20)} ${s.fast ? 'fast' : s.cluster ? 'node' : '    '} ${s.title}; alerts: ${s.alerts.join(', ') || '-'}` +
+          (s.cluster?.why
+            ? `; deadlines in its window up to ${s.cluster.deadlineLateS} s later than the control's: ${s.cluster.why}`
+            : ''),
+      );
     process.exit(0);
   }
   const at = args.indexOf('--scenario');
   if (at >= 0) {
     const ids = (args[at + 1] ?? '').split(',').filter(Boolean);
-    const unknown = ids.filter((id) => !SCENARIOS.some((s) => s.id === id));
+    const unknown = ids.filter((id) => !available.some((s) => s.id === id));
     if (unknown.length || ids.length === 0)
-      throw new Error(`--scenario takes ids of: ${SCENARIOS.map((s) => s.id).join(', ')} (unknown: ${unknown})`);
-    return SCENARIOS.filter((s) => ids.includes(s.id));
+      throw new Error(
+        `--scenario takes ids of: ${available.map((s) => s.id).join(', ')} (unknown: ${unknown})` +
+          (CLUSTER ? '' : '; the node faults need --cluster'),
+      );
+    const chosen = available.filter((s) => ids.includes(s.id));
+    // A node fault's deadlines are measured against the control's: it comes first.
+    const control = chosen.some((s) => s.cluster) ? SCENARIOS.filter((s) => s.id === CONTROL) : [];
+    return [...control, ...chosen.filter((s) => s.id !== CONTROL)];
   }
-  if (args.includes('--fast')) return SCENARIOS.filter((s) => s.fast);
-  return [...SCENARIOS];
+  if (CLUSTER) return SCENARIOS.filter((s) => s.cluster && (!args.includes('--fast') || s.fast));
+  if (args.includes('--fast')) return SCENARIOS.filter((s) => s.fast && !s.cluster);
+  return SCENARIOS.filter((s) => !s.cluster);
 }
 
 /** What one scenario came to. */
@@ -91,6 +128,16 @@ interface Outcome {
   wrongAnswers: string[];
   fenced: string;
   alerts: string[][];
+  /** A node fault's session deadlines: how many, how late the worst inside and outside the fault's window. */
+  deadlines?: {
+    count: number;
+    inside: number;
+    worstInsideMs: number;
+    worstOutsideMs: number;
+    worstMs: number;
+    /** The no-fault control's worst, which the limits are counted from (undefined for the control). */
+    controlMs?: number;
+  };
   /** Failed answers by route and status or error: count, first and last answer relative to the fault's start. */
   failedKinds: string[];
   failures: string[];
@@ -102,7 +149,7 @@ async function main(): Promise<void> {
   const rules = readAlertRules();
   const dir = mkdtempSync(join(tmpdir(), 'svc-chaos-'));
   const logDir = join(dir, 'logs');
-  const stack = new Stack(dir, logDir, log);
+  const stack = new Stack(dir, logDir, log, CLUSTER ? 'cluster' : 'dev server');
   process.once('SIGINT', () => void stack.close().then(() => process.exit(130)));
   const outcomes: Outcome[] = [];
   try {
@@ -113,7 +160,9 @@ async function main(): Promise<void> {
     for (const scenario of scenarios) {
       await stack.restore();
       await stack.freshAlerting();
-      outcomes.push(await runScenario(stack, scenario, rules));
+      // The node faults' deadlines are held to what the control measured on this stack, this run.
+      const control = outcomes.find((o) => o.scenario.id === CONTROL)?.deadlines;
+      outcomes.push(await runScenario(stack, scenario, rules, control?.worstMs ?? 0));
     }
   } finally {
     await stack.close();
@@ -126,7 +175,12 @@ async function main(): Promise<void> {
   process.exit(process.exitCode ?? 0);
 }
 
-async function runScenario(stack: Stack, scenario: Scenario, rules: Map<string, AlertRule>): Promise<Outcome> {
+async function runScenario(
+  stack: Stack,
+  scenario: Scenario,
+  rules: Map<string, AlertRule>,
+  controlLatenessMs: number,
+): Promise<Outcome> {
   log(`\n=== ${scenario.id}: ${scenario.title}`);
   const fencedBefore = await stack.workerCounters(FENCED);
   const load = new Load(stack.balancer, stack.merchants, stack.sellers, {
@@ -135,6 +189,21 @@ async function runScenario(stack: Stack, scenario: Scenario, rules: Map<string, 
     slowShare: 0,
     partnerWritesPerSecond: 1,
   });
+  // A node fault: sessions whose deadlines fall before, in and after it, armed before the load.
+  let armed: ArmedDeadline[] = [];
+  if (scenario.cluster) {
+    const plannedStart = Date.now() + (ARMING_S + BASELINE_S) * 1000;
+    const at: number[] = [];
+    for (
+      let t = plannedStart - DEADLINES_BEFORE_S * 1000;
+      t <= plannedStart + (scenario.faultS + DEADLINES_AFTER_S) * 1000;
+      t += DEADLINE_EVERY_MS
+    )
+      at.push(t);
+    armed = await armDeadlines(stack, at);
+    log(`  ${armed.length} session deadlines armed, every ${DEADLINE_EVERY_MS / 1000} s around the fault`);
+    await sleep(Math.max(0, plannedStart - BASELINE_S * 1000 - Date.now()));
+  }
   const startedAt = Date.now();
   load.start();
   await sleep(BASELINE_S * 1000);
@@ -167,7 +236,7 @@ async function runScenario(stack: Stack, scenario: Scenario, rules: Map<string, 
   const drained = await load.stop(DRAIN_MS);
   const endedAt = Date.now();
   await stack.restore();
-  const end = await checkEndState(stack, load);
+  const end = await checkEndState(stack, load, armed);
   const fencedAfter = await stack.workerCounters(FENCED);
   // Per process: one started again during the scenario counts from 0 (what its predecessor
   // counted after the first reading is not seen).
@@ -210,6 +279,38 @@ async function runScenario(stack: Stack, scenario: Scenario, rules: Map<string, 
   if (end.duplicated.length) f.push(`${end.duplicated.length} duplicated`);
   if (outcome.wrongAnswers.length) f.push(`${outcome.wrongAnswers.length} wrong answers (not 5xx)`);
   if (!drained) f.push('load still in flight after the drain');
+
+  // Session deadlines: each expired, at its expires_at (within the stated lateness in the window).
+  if (scenario.cluster && armed.length) {
+    const deadlines = await readDeadlines(stack, armed);
+    const inWindow = (d: DeadlineOutcome) => d.expiresAt >= faultStart && d.expiresAt <= windowEnd;
+    const worst = (ds: DeadlineOutcome[]) => Math.max(0, ...ds.map(lateness));
+    const insideDs = deadlines.filter(inWindow);
+    const outsideDs = deadlines.filter((d) => !inWindow(d));
+    outcome.deadlines = {
+      count: deadlines.length,
+      inside: insideDs.length,
+      worstInsideMs: worst(insideDs),
+      worstOutsideMs: worst(outsideDs),
+      worstMs: worst(deadlines),
+      controlMs: scenario.id === CONTROL ? undefined : controlLatenessMs,
+    };
+    // The control itself is held only to expiring every session once: its lateness is the machine's.
+    const beyond = (d: DeadlineOutcome) => (inWindow(d) ? scenario.cluster!.deadlineLateS : DEADLINE_EXACT_S) * 1000;
+    const allowed = (d: DeadlineOutcome) => (scenario.id === CONTROL ? Infinity : controlLatenessMs + beyond(d));
+    const late = deadlines.filter((x) => x.expiredAt === null || lateness(x) > allowed(x));
+    // The latest ones' workflow histories, to see where the time went.
+    for (const d of [...late].sort((a, b) => lateness(b) - lateness(a)).slice(0, 3))
+      log(
+        `  late ${d.sessionId} (${secs(d.expiresAt - faultStart)} after the fault began): ${await deadlineHistory(stack, d)}`,
+      );
+    for (const d of late)
+      f.push(
+        d.expiredAt === null
+          ? `session ${d.sessionId} (deadline ${secs(d.expiresAt - faultStart)} after the fault began) did not expire: ${d.status}`
+          : `session ${d.sessionId} expired ${secs(lateness(d))} after its deadline (${secs(d.expiresAt - faultStart)} after the fault began; allowed ${secs(allowed(d))})`,
+      );
+  }
 
   // The alert of fenced writes: they come when the paused process resumes, so it counts from the heal.
   if (scenario.fencedAlert) {
@@ -284,6 +385,7 @@ function failedKinds(records: RequestRecord[], t0: number, at: (r: RequestRecord
 async function checkEndState(
   stack: Stack,
   load: Load,
+  deadlines: ArmedDeadline[],
 ): Promise<{ lost: string[]; duplicated: string[]; redelivered: number }> {
   const lost: string[] = [];
   const duplicated: string[] = [];
@@ -309,12 +411,18 @@ async function checkEndState(
     }
   }
   const events = await listEvents(stack.balancer, stack.merchants);
-  const mine = new Set([...load.journeys.map((j) => j.sessionId), ...load.refunds.keys()]);
+  const mine = new Set([
+    ...load.journeys.map((j) => j.sessionId),
+    ...load.refunds.keys(),
+    ...deadlines.map((d) => d.sessionId),
+  ]);
   const ours = events.filter((e) => mine.has(e.objectId));
   const count = new Map<string, number>();
   for (const e of ours) count.set(`${e.type} ${e.objectId}`, (count.get(`${e.type} ${e.objectId}`) ?? 0) + 1);
   for (const [key, n] of count)
-    if (n > 1 && /completed|succeeded|refunded/.test(key)) duplicated.push(`${key}: ${n} events`);
+    if (n > 1 && /completed|succeeded|refunded|expired/.test(key)) duplicated.push(`${key}: ${n} events`);
+  for (const d of deadlines)
+    if (!count.has(`checkout.session.expired ${d.sessionId}`)) lost.push(`session ${d.sessionId}: no expiry event`);
   for (const j of load.journeys) {
     const s = await get(`/v1/checkout/sessions/${j.sessionId}`, stack.merchants[j.merchant].secretKey);
     if (s.status === 404) lost.push(`session ${j.sessionId}: acknowledged, now 404`);
@@ -380,10 +488,21 @@ function printOutcome(o: Outcome): void {
       ],
     ]),
   );
+  if (o.deadlines) log(`  deadlines: ${deadlineSummary(o.deadlines)}`);
   for (const k of o.failedKinds.slice(0, 6)) log(`  failed: ${k}`);
   log(o.alerts.length ? table([['alert', 'severity', 'fired', 'resolved', ''], ...o.alerts]) : '  no alert fired');
   for (const x of [...o.lost, ...o.duplicated, ...o.wrongAnswers].slice(0, 8)) log(`  ${x}`);
   log(o.failures.length ? `  ${o.scenario.id}: FAILED: ${o.failures.join('; ')}` : `  ${o.scenario.id}: passed`);
+}
+
+/** A node fault's deadlines in a line: how many, and how late the worst inside and outside the fault's window. */
+function deadlineSummary(d: NonNullable<Outcome['deadlines']>): string {
+  const late = (ms: number) => (Number.isFinite(ms) ? secs(ms) : 'never');
+  return (
+    `${d.count} session deadlines; the latest expiry ${late(d.worstOutsideMs)} after expires_at outside the fault's ` +
+    `window, ${late(d.worstInsideMs)} for the ${d.inside} in it` +
+    (d.controlMs === undefined ? ' (the control)' : ` (the control's latest: ${secs(d.controlMs)})`)
+  );
 }
 
 function report(outcomes: Outcome[]): void {
@@ -410,6 +529,8 @@ function report(outcomes: Outcome[]): void {
       ]),
     ]),
   );
+  for (const o of outcomes.filter((x) => x.deadlines))
+    log(`deadlines, ${o.scenario.id}: ${deadlineSummary(o.deadlines!)}`);
   const failed = outcomes.filter((o) => o.failures.length);
   log(
     failed.length

@@ -32,6 +32,8 @@ export interface EmbeddedPgOptions {
   /** False for throwaway test clusters: skips fsync for speed. */
   durable: boolean;
   timeoutMs: number;
+  /** More connections than Postgres's default 100 (a Temporal cluster's pools beside the service's). */
+  maxConnections?: number;
 }
 
 /** The unprivileged account Postgres runs as when we are root (Postgres refuses to run as root). */
@@ -51,6 +53,7 @@ export async function startEmbeddedPg(options: EmbeddedPgOptions): Promise<Embed
     'listen_addresses=127.0.0.1',
     'unix_socket_directories=',
     ...(options.durable ? [] : ['fsync=off', 'synchronous_commit=off', 'full_page_writes=off']),
+    ...(options.maxConnections ? [`max_connections=${options.maxConnections}`] : []),
   ];
   const args = ['-D', place.dataDir, '-p', String(options.port), ...settings.flatMap((s) => ['-c', s])];
   const child = startChild(

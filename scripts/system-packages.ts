@@ -35,7 +35,8 @@ export const SYSTEM_PACKAGES: readonly SystemPackage[] = [
     neededBy: /[\\/]test[\\/].*telemetry-[^\\/]*\.test\.ts$|[\\/]scripts[\\/]chaos\.ts$/,
     why: 'the telemetry tests and npm run chaos run a real Prometheus (and promtool)',
   },
-  // npm run chaos (scripts/chaos.ts) installs the ones below through ensureSystemPackages, as npm test does.
+  // npm run chaos (scripts/chaos.ts) installs the ones below through ensureSystemPackages, as npm test does
+  // (faketime for test/integration/dependency-probes.test.ts too).
   {
     debian: 'prometheus-alertmanager',
     binaries: ['prometheus-alertmanager'],
@@ -51,8 +52,8 @@ export const SYSTEM_PACKAGES: readonly SystemPackage[] = [
   {
     debian: 'faketime',
     binaries: ['faketime'],
-    neededBy: /[\\/]scripts[\\/]chaos\.ts$/,
-    why: "npm run chaos moves one worker's clock with libfaketime",
+    neededBy: /[\\/]scripts[\\/]chaos\.ts$|[\\/]test[\\/]integration[\\/]dependency-probes\.test\.ts$/,
+    why: "npm run chaos and the dependency probes test move a process's clock with libfaketime",
   },
   // npm run image:check (scripts/image-check.ts) builds and runs the image without a container engine.
   {

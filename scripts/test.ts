@@ -138,7 +138,9 @@ async function removeTestPostgres(testPg: { pg: EmbeddedPg; dataDir: string }): 
 async function main(): Promise<number> {
   process.on('SIGINT', () => interrupt('SIGINT'));
   process.on('SIGTERM', () => interrupt('SIGTERM'));
-  const jestArgs = process.argv.slice(2);
+  const args = process.argv.slice(2);
+  const jestOnly = args[0] === '--jest-only';
+  const jestArgs = jestOnly ? args.slice(1) : args;
   if (!systemPackagesReady(jestArgs)) return 1;
   const env: NodeJS.ProcessEnv = {
     ...process.env,

@@ -4,7 +4,7 @@ import { Client } from 'pg';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { workflowInterceptorModules } from '../src/telemetry/temporal';
 import { createDb, migrateLatest } from '../src/db/knex';
-import { runningCluster, startCluster } from '../scripts/cluster/cluster';
+import { runningCluster, startOwnCluster } from '../scripts/cluster/cluster';
 import { NAMESPACE_RETENTION } from '../scripts/cluster/settings';
 import { repoRoot } from '../scripts/processes';
 import { randomString } from '../src/lib/ids';
@@ -15,24 +15,29 @@ import { newRunEnvFile, RUN_ENV_VARIABLE, RunEnv } from './helpers/run-env';
  * `npm test` sets DATABASE_URL (embedded Postgres when none is given) and TEMPORAL_TEST_SERVER_PATH.
  */
 /**
- * TEMPORAL_MODE=cluster: the tests that use a real server share the cluster of `npm run cluster`
- * (its Temporal databases on DATABASE_URL's server), started here when none runs and then stopped
- * by teardown. The build is the script's: a cold one takes minutes.
+ * TEMPORAL_MODE=cluster: the tests that use a real server run on a self-hosted cluster: the
+ * checkout's `npm run cluster` when it runs, else one of this run's own (`.data/cluster-run-<pid>`,
+ * databases `<run database>_temporal` and `…_temporal_visibility` on DATABASE_URL's server), which
+ * teardown stops and drops. The build is the script's: a cold one takes minutes.
  */
-async function useCluster(adminUrl: string, temporalCli: string): Promise<NonNullable<RunEnv['temporalCluster']>> {
-  const dir = join(repoRoot, '.data', 'cluster');
-  const running = runningCluster(dir);
-  if (running) return { address: running.address, dir, stop: false };
-  const { state } = await startCluster({
-    dir,
+async function useCluster(
+  adminUrl: string,
+  temporalCli: string,
+  databaseName: string,
+): Promise<NonNullable<RunEnv['temporalCluster']>> {
+  const running = runningCluster(join(repoRoot, '.data', 'cluster'));
+  if (running) return { address: running.address, dir: join(repoRoot, '.data', 'cluster'), own: false };
+  const { state, dir } = await startOwnCluster({
+    dataDir: join(repoRoot, '.data'),
     databaseUrl: adminUrl,
+    databasePrefix: `${databaseName}_temporal`,
     namespace: 'default',
     retention: NAMESPACE_RETENTION,
     temporalCli,
     timeoutMs: 300_000,
     say: (line) => process.stderr.write(`${line}\n`),
   });
-  return { address: state.address, dir, stop: true };
+  return { address: state.address, dir, own: true };
 }
 
 export default async function globalSetup(): Promise<void> {
@@ -75,7 +80,8 @@ export default async function globalSetup(): Promise<void> {
   writeFileSync(workflowBundlePath, code);
 
   const env: RunEnv = { databaseUrl, adminUrl, databaseName, workflowBundlePath, testServerPath, temporalCliPath };
-  if (process.env.TEMPORAL_MODE === 'cluster') env.temporalCluster = await useCluster(adminUrl, temporalCliPath);
+  if (process.env.TEMPORAL_MODE === 'cluster')
+    env.temporalCluster = await useCluster(adminUrl, temporalCliPath, databaseName);
   writeFileSync(runEnvFile, JSON.stringify(env));
   process.env[RUN_ENV_VARIABLE] = runEnvFile; // inherited by the test workers and read by teardown
 }

@@ -5,23 +5,63 @@ import { Client as TemporalClient, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { Client as PgClient } from 'pg';
 import { createDb, type Db, migrateLatest } from '../../src/db/knex';
+import { startOwnCluster } from '../cluster/cluster';
+import { HISTORY_SHARDS, NAMESPACE_RETENTION } from '../cluster/settings';
 import { startEmbeddedPg } from '../embedded-pg';
-import { freePort, stopAll } from '../processes';
+import { freePort, repoRoot, stopAll } from '../processes';
 import { startTemporalDevServer } from '../temporal-dev-server';
 import { findTemporalCli } from '../toolchain';
+import type { CpuGroups } from './cpu';
+
+/**
+ * The Temporal a benchmark runs on: its own `temporal server start-dev` (SQLite in the process), or
+ * with BENCH_TEMPORAL=cluster a self-hosted cluster of its own (scripts/cluster/: six processes,
+ * BENCH_HISTORY_SHARDS shards, default the production count) with its two databases on the bench's
+ * Postgres server.
+ */
+export interface BenchTemporal {
+  kind: 'dev server' | 'cluster';
+  /** Names it in the output: `Temporal dev server`, `Temporal cluster (6 processes, 512 shards)`. */
+  label: string;
+  /** Its processes, for CPU accounting. */
+  pids(): number[];
+  /** The cluster's Postgres backends (its two databases), for CPU accounting; the dev server has none. */
+  postgresBackends?: () => Promise<number[]>;
+  /** The cluster's history shards. */
+  historyShards?: number;
+  /** The cluster's mutable-state writes so far, summed over its history nodes (`state_transition_count_count`). */
+  stateTransitions?: () => Promise<number>;
+}
 
 /** What a Temporal benchmark runs against; `close()` undoes everything, newest first. */
 export interface BenchEnvironment {
   /** A fresh database of its own. */
   databaseUrl: string;
-  /** Its own `temporal server start-dev`. */
+  /** Its own Temporal's frontend. */
   temporalAddress: string;
-  /** That server's process id (for CPU accounting). */
-  temporalPid: number | undefined;
+  temporal: BenchTemporal;
   /** Registers a step for `close()`. */
   onClose(step: () => Promise<unknown>): void;
   close(): Promise<void>;
 }
+
+/** BENCH_TEMPORAL: `dev` (default) or `cluster`. */
+export function benchTemporalKind(env: NodeJS.ProcessEnv = process.env): BenchTemporal['kind'] {
+  const kind = env.BENCH_TEMPORAL ?? 'dev';
+  if (kind !== 'dev' && kind !== 'cluster') throw new Error('BENCH_TEMPORAL must be dev or cluster.');
+  return kind === 'cluster' ? 'cluster' : 'dev server';
+}
+
+/** The CPU groups of the bench's Temporal: its processes, and the cluster's Postgres backends. */
+export function temporalCpuGroups(temporal: BenchTemporal): CpuGroups {
+  return {
+    [temporal.label]: async () => temporal.pids(),
+    ...(temporal.postgresBackends ? { [POSTGRES_OF_TEMPORAL]: temporal.postgresBackends } : {}),
+  };
+}
+
+/** The CPU group of the cluster's Postgres backends. */
+export const POSTGRES_OF_TEMPORAL = "Postgres (the cluster's databases' backends)";
 
 /** A Postgres server to create the bench database on: DATABASE_URL's, or an embedded one. */
 async function postgres(
@@ -42,8 +82,8 @@ async function postgres(
 
 /**
  * A temporary folder, a `svc_bench_<ts>` database on DATABASE_URL's server (or an embedded
- * Postgres) and a Temporal dev server on free ports with a SQLite file of its own. Ctrl-C and
- * `close()` remove all of it.
+ * Postgres) and a Temporal of its own (BenchTemporal: a dev server on free ports with a SQLite file
+ * of its own, or a cluster). Ctrl-C and `close()` remove all of it.
  */
 export async function startBenchEnvironment(
   name: string,
@@ -76,23 +116,11 @@ export async function startBenchEnvironment(
     const url = new URL(pg.adminUrl);
     url.pathname = `/${database}`;
 
-    const [port, uiPort] = [await freePort(), await freePort()];
-    log(`Starting temporal server start-dev on 127.0.0.1:${port} (SQLite in ${dir})...`);
-    const server = await startTemporalDevServer({
-      cli: findTemporalCli(),
-      port,
-      uiPort,
-      dbFile: join(dir, 'temporal.db'),
-      namespace,
-      logFile: join(dir, 'temporal.log'),
-      timeoutMs: 120_000,
-      extraArgs: opts.temporalArgs,
-    });
-    steps.push(() => stopAll());
+    const temporal = await startTemporal(name, namespace, dir, pg.adminUrl, database, admin, steps, log, opts);
     return {
       databaseUrl: url.toString(),
-      temporalAddress: server.address,
-      temporalPid: server.child.pid,
+      temporalAddress: temporal.address,
+      temporal: temporal.temporal,
       onClose: (step) => steps.push(step),
       close,
     };
@@ -100,6 +128,86 @@ export async function startBenchEnvironment(
     await close();
     throw err;
   }
+}
+
+/** The bench's Temporal (see BenchTemporal); its stop is pushed onto `steps`. */
+async function startTemporal(
+  name: string,
+  namespace: string,
+  dir: string,
+  adminUrl: string,
+  benchDatabase: string,
+  admin: PgClient,
+  steps: Array<() => Promise<unknown>>,
+  log: (line: string) => void,
+  opts: { temporalArgs?: readonly string[] },
+): Promise<{ address: string; temporal: BenchTemporal }> {
+  if (benchTemporalKind() === 'cluster') {
+    if (opts.temporalArgs?.length)
+      throw new Error('BENCH_TEMPORAL_ARGS are dev server flags: not with BENCH_TEMPORAL=cluster.');
+    const historyShards = Number(process.env.BENCH_HISTORY_SHARDS ?? HISTORY_SHARDS);
+    log(
+      `Starting a Temporal cluster of the bench's own (${historyShards} history shards, databases ${benchDatabase}_temporal*)...`,
+    );
+    const cluster = await startOwnCluster({
+      dataDir: join(repoRoot, '.data'),
+      databaseUrl: adminUrl,
+      databasePrefix: `${benchDatabase}_temporal`,
+      namespace,
+      retention: NAMESPACE_RETENTION,
+      temporalCli: findTemporalCli(),
+      timeoutMs: 300_000,
+      historyShards,
+      say: log,
+    });
+    steps.push(() => cluster.close());
+    steps.push(() => stopAll()); // the bench's own children (workers), before the cluster
+    const { state } = cluster;
+    const databases = [state.database.database, state.database.visibilityDatabase];
+    const history = state.processes.filter((p) => p.service === 'history');
+    return {
+      address: state.address,
+      temporal: {
+        kind: 'cluster',
+        label: `Temporal cluster (${state.processes.length} processes, ${state.historyShards} shards)`,
+        pids: () => state.processes.map((p) => p.pid),
+        postgresBackends: async () =>
+          (
+            await admin.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = ANY($1)', [databases])
+          ).rows.map((r) => r.pid),
+        historyShards: state.historyShards,
+        stateTransitions: async () => {
+          let total = 0;
+          for (const p of history) {
+            const text = await (
+              await fetch(`http://127.0.0.1:${p.ports.metrics}/metrics`, { signal: AbortSignal.timeout(5000) })
+            ).text();
+            for (const line of text.split('\n'))
+              if (line.startsWith('state_transition_count_count')) total += Number(line.split(' ').pop());
+          }
+          return total;
+        },
+      },
+    };
+  }
+  const [port, uiPort] = [await freePort(), await freePort()];
+  log(`Starting temporal server start-dev on 127.0.0.1:${port} (SQLite in ${dir})...`);
+  const server = await startTemporalDevServer({
+    cli: findTemporalCli(),
+    port,
+    uiPort,
+    dbFile: join(dir, 'temporal.db'),
+    namespace,
+    logFile: join(dir, 'temporal.log'),
+    timeoutMs: 120_000,
+    extraArgs: opts.temporalArgs,
+  });
+  steps.push(() => stopAll());
+  const pid = server.child.pid;
+  return {
+    address: server.address,
+    temporal: { kind: 'dev server', label: 'Temporal dev server', pids: () => (pid ? [pid] : []) },
+  };
 }
 
 /** What a benchmark's stack connects with (all closed with the environment). */
@@ -127,4 +235,31 @@ export async function connectStack(
   const connection = await Connection.connect({ address: env.temporalAddress });
   env.onClose(() => Promise.all([nativeConnection.close(), connection.close()]));
   return { appDb, workerDb, nativeConnection, temporal: new TemporalClient({ connection, namespace }) };
+}
+
+/**
+ * Counts the cluster's state transitions from now: `stop()` returns how many happened (undefined on
+ * the dev server, which exports no such count).
+ */
+export async function meterTransitions(temporal: BenchTemporal): Promise<{ stop(): Promise<number | undefined> }> {
+  const read = temporal.stateTransitions;
+  const before = read ? await read() : 0;
+  return { stop: async () => (read ? (await read()) - before : undefined) };
+}
+
+/** One line on the cluster's state transitions per operation and per shard-second; '' on the dev server. */
+export function transitionsLine(
+  temporal: BenchTemporal,
+  what: string,
+  transitions: number | undefined,
+  operations: number,
+  seconds: number,
+): string {
+  if (transitions === undefined || !temporal.historyShards) return '';
+  const perSecond = transitions / seconds;
+  return (
+    `${what}: ${transitions} state transitions, ${(transitions / Math.max(operations, 1)).toFixed(1)} per operation, ` +
+    `${perSecond.toFixed(0)}/s over ${seconds.toFixed(1)} s = ${(perSecond / temporal.historyShards).toFixed(2)}/s per shard ` +
+    `(${temporal.historyShards} shards)`
+  );
 }

@@ -1,6 +1,7 @@
 import { CLAIM_LEASE_MS } from '../../src/webhooks/queue';
+import { killClusterProcess, restartClusterProcess } from '../cluster/cluster';
 import { clockOffsetEnv } from './faults';
-import type { Dependency, ProcessName, Stack } from './stack';
+import { type Dependency, NAMESPACE, type ProcessName, type Stack } from './stack';
 
 /**
  * A fault and what must hold around it. `inject` starts the fault, `heal` ends it; the suite keeps
@@ -28,6 +29,13 @@ export interface Scenario {
   recoveryS?: number;
   /** No alert of severity=page may fire (the flapping links). */
   noPage?: boolean;
+  /**
+   * A node fault of the Temporal cluster: runs only with `--cluster` (the stack on a cluster of its
+   * own), with session deadlines armed across it. `deadlineLateS`: how much later than the no-fault
+   * control's latest a deadline that falls in the fault's window may expire (the others:
+   * DEADLINE_EXACT_S), and why.
+   */
+  cluster?: { deadlineLateS: number; why?: string };
   inject(stack: Stack): Promise<void>;
   heal(stack: Stack): Promise<void>;
 }
@@ -86,6 +94,48 @@ const FLAPPED: Array<[ProcessName, Dependency]> = [
   ['worker-a', 'pg'],
   ['worker-a', 'temporal'],
 ];
+
+/** The cluster process a node fault killed, started again at its heal. */
+let killed = '';
+
+/**
+ * The process of `service` in the stack's cluster whose /metrics lines give the highest `weigh`:
+ * the history node owning the most shards, the matching node with the most of our task queue
+ * partitions loaded (the first on a tie or when none answers).
+ */
+async function heaviestNode(stack: Stack, service: string, weigh: (metrics: string) => number): Promise<string> {
+  const nodes = stack.cluster!.state.processes.filter((p) => p.service === service);
+  let heaviest = { name: nodes[0].name, weight: -1 };
+  for (const p of nodes) {
+    const text = await fetch(`http://127.0.0.1:${p.ports.metrics}/metrics`, { signal: AbortSignal.timeout(3000) })
+      .then((res) => res.text())
+      .catch(() => '');
+    const weight = weigh(text);
+    stack.logLine(`  ${p.name}: ${weight}`);
+    if (weight > heaviest.weight) heaviest = { name: p.name, weight };
+  }
+  return heaviest.name;
+}
+
+/** A history node's shards (`numshards_gauge`). */
+const shardsOwned = (metrics: string) => Number(/^numshards_gauge\{[^}]*\} (\d+)/m.exec(metrics)?.[1] ?? 0);
+/** A matching node's task queue partitions of our namespace that it loaded (one `task_queue_started` series each). */
+const ourPartitions = (metrics: string) =>
+  metrics.split('\n').filter((l) => l.startsWith('task_queue_started{') && l.includes(`namespace="${NAMESPACE}"`))
+    .length;
+
+/**
+ * A process of the stack's Temporal cluster (the one `pick` names) killed with `signal`, and started
+ * again on its own config and ports at the heal.
+ */
+const clusterNode = (pick: (stack: Stack) => Promise<string>, signal: NodeJS.Signals) => ({
+  inject: async (stack: Stack) => {
+    killed = await pick(stack);
+    stack.logLine(`  ${signal} to Temporal ${killed}`);
+    await killClusterProcess(stack.cluster!.dir, killed, signal);
+  },
+  heal: async (stack: Stack) => restartClusterProcess(stack.cluster!.dir, killed, stack.pg.url('postgres')),
+});
 
 export const SCENARIOS: readonly Scenario[] = [
   {
@@ -229,5 +279,56 @@ export const SCENARIOS: readonly Scenario[] = [
       clearInterval(flapping);
       for (const [p, d] of FLAPPED) stack.partitions.heal(stack.link(p, d).port);
     },
+  },
+  {
+    id: 'no-fault',
+    title: 'no fault for 30 s: the control of the node faults (their deadlines and answers under the same load)',
+    fast: false,
+    faultS: 30,
+    alerts: [],
+    cluster: { deadlineLateS: 0 },
+    inject: async () => undefined,
+    heal: async () => undefined,
+  },
+  {
+    id: 'history-kill',
+    title:
+      'the Temporal history node owning the most shards SIGKILLed, started again 30 s later (its shards move to the other node and back)',
+    fast: false,
+    faultS: 30,
+    // The restarted node takes its shards back: calls to their workflows fail ("Workflow is busy",
+    // or the API's 5 s call deadline) until each shard is acquired again, seconds on a loaded machine.
+    recoveryS: 30,
+    alerts: [],
+    cluster: {
+      deadlineLateS: 40,
+      why: 'a workflow task in flight when its shard moves is lost and times out (10 s), once as the shards move away and once as they come back, plus the membership noticing the dead node',
+    },
+    ...clusterNode((stack) => heaviestNode(stack, 'history', shardsOwned), 'SIGKILL'),
+  },
+  {
+    id: 'matching-kill',
+    title:
+      'the Temporal matching node with the most of our task queue partitions SIGKILLed, started again 30 s later (they move to the other node and back)',
+    fast: false,
+    faultS: 30,
+    alerts: [],
+    cluster: {
+      deadlineLateS: 20,
+      why: 'a task dispatched from a partition of the dead node is lost and times out (10 s), plus the membership noticing it',
+    },
+    ...clusterNode((stack) => heaviestNode(stack, 'matching', ourPartitions), 'SIGKILL'),
+  },
+  {
+    id: 'frontend-restart',
+    title: 'the Temporal frontend restarted (SIGTERM, then started again at once)',
+    fast: false,
+    faultS: 0,
+    alerts: [],
+    cluster: {
+      deadlineLateS: 10,
+      why: 'a workflow task whose completion the stopping frontend refused times out (10 s)',
+    },
+    ...clusterNode(async () => 'frontend', 'SIGTERM'),
   },
 ];

@@ -5,8 +5,10 @@ import { join } from 'node:path';
 import { Client as PgClient } from 'pg';
 import { verify } from '../../src/webhooks/verify';
 import { startHttpsReceiver, type ReceivedRequest } from '../../test/helpers/https-receiver';
+import { type OwnCluster, restartClusterProcess, startOwnCluster, stoppedClusterProcesses } from '../cluster/cluster';
+import { NAMESPACE_RETENTION } from '../cluster/settings';
 import { type EmbeddedPg, startEmbeddedPg } from '../embedded-pg';
-import { freePort, stopAll } from '../processes';
+import { freePort, repoRoot, stopAll } from '../processes';
 import { startTemporalDevServer } from '../temporal-dev-server';
 import { findTemporalCli } from '../toolchain';
 import { Balancer, isReady, runTreeCommand, type ServiceProcess, startService, stopService } from '../upgrade/fleet';
@@ -30,9 +32,12 @@ export type Dependency = 'pg' | 'temporal';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** What the stack runs Temporal on: a dev server, or (`--cluster`) a self-hosted cluster of its own. */
+export type TemporalKind = 'dev server' | 'cluster';
+
 /**
  * The production layout on this machine: an embedded Postgres (its database in a tablespace on a
- * small tmpfs), a Temporal dev server, 2 workers and 2 APIs of the working tree, each reaching
+ * small tmpfs), a Temporal dev server (or a cluster of six processes on the same Postgres), 2 workers and 2 APIs of the working tree, each reaching
  * Postgres and Temporal through a toxiproxy proxy of its own (so one process can be cut off alone),
  * a client-side balancer in front of the APIs, an HTTPS endpoint per merchant for webhooks, and a
  * real Prometheus and Alertmanager scraping the processes.
@@ -50,11 +55,15 @@ export class Stack {
   /** How long the merchants' endpoints take to answer (a scenario slows them to keep deliveries in flight). */
   webhookDelayMs = 0;
   pg!: EmbeddedPg;
+  /** The cluster, when the stack runs on one. */
+  cluster?: OwnCluster;
   alerting!: Alerting;
   toxiproxy!: Toxiproxy;
   readonly partitions = new Partitions();
   /** The database's own URL (not through a proxy), for the suite's checks. */
   databaseUrl = '';
+  /** Temporal's frontend, not through a proxy, for the suite's checks. */
+  temporalAddress = '';
   /** The tmpfs the database's tablespace lives on. */
   smallDisk = '';
   private pgPort = 0;
@@ -66,11 +75,12 @@ export class Stack {
   constructor(
     private readonly dir: string,
     readonly logDir: string,
-    private readonly log: (line: string) => void,
+    readonly logLine: (line: string) => void,
+    readonly temporalKind: TemporalKind = 'dev server',
   ) {}
 
   async start(): Promise<void> {
-    const toxiproxyBinary = ensureToxiproxy(this.log);
+    const toxiproxyBinary = ensureToxiproxy(this.logLine);
     this.cleanups.push(() => this.partitions.close());
     this.cleanups.push(() => stopAll());
 
@@ -80,17 +90,8 @@ export class Stack {
     await this.createDatabase(database);
     this.databaseUrl = this.pg.url(database);
 
-    const [temporalPort, uiPort] = [await freePort(), await freePort()];
-    this.log(`Starting Temporal dev server on 127.0.0.1:${temporalPort}...`);
-    const temporal = await startTemporalDevServer({
-      cli: findTemporalCli(),
-      port: temporalPort,
-      uiPort,
-      dbFile: join(this.dir, 'temporal.db'),
-      namespace: NAMESPACE,
-      logFile: join(this.logDir, 'temporal.log'),
-      timeoutMs: 120_000,
-    });
+    const temporal = await this.startTemporal();
+    this.temporalAddress = temporal.address;
 
     this.toxiproxy = await Toxiproxy.start(toxiproxyBinary, this.logDir);
     for (const p of PROCESSES) {
@@ -125,7 +126,7 @@ export class Stack {
       demos.push(JSON.parse(out.stdout));
     }
 
-    this.log(`Starting 2 workers and 2 APIs, each through its own proxies (logs in ${this.logDir})...`);
+    this.logLine(`Starting 2 workers and 2 APIs, each through its own proxies (logs in ${this.logDir})...`);
     await Promise.all(['worker-a', 'worker-b'].map((p) => this.startProcess(p as ProcessName)));
     await Promise.all(['api-a', 'api-b'].map((p) => this.startProcess(p as ProcessName)));
     this.balancer.start();
@@ -170,6 +171,37 @@ export class Stack {
     };
   }
 
+  /** The stack's Temporal: its dev server, or a cluster of its own on the suite's Postgres (stopped at close). */
+  private async startTemporal(): Promise<{ address: string }> {
+    if (this.temporalKind === 'cluster') {
+      this.logLine("Starting a Temporal cluster of the suite's own (six processes) on its Postgres...");
+      this.cluster = await startOwnCluster({
+        dataDir: join(repoRoot, '.data'),
+        databaseUrl: this.pg.url('postgres'),
+        databasePrefix: 'temporal',
+        namespace: NAMESPACE,
+        retention: NAMESPACE_RETENTION,
+        temporalCli: findTemporalCli(),
+        timeoutMs: 300_000,
+        say: (line) => this.logLine(`  ${line}`),
+      });
+      const cluster = this.cluster;
+      this.cleanups.push(() => cluster.close());
+      return { address: cluster.state.address };
+    }
+    const [temporalPort, uiPort] = [await freePort(), await freePort()];
+    this.logLine(`Starting Temporal dev server on 127.0.0.1:${temporalPort}...`);
+    return startTemporalDevServer({
+      cli: findTemporalCli(),
+      port: temporalPort,
+      uiPort,
+      dbFile: join(this.dir, 'temporal.db'),
+      namespace: NAMESPACE,
+      logFile: join(this.logDir, 'temporal.log'),
+      timeoutMs: 120_000,
+    });
+  }
+
   /**
    * Prometheus and Alertmanager started anew, with empty storage: each scenario's alerts are its
    * own, not the tail of the previous scenario's rate windows (a 1 h error ratio, a 5 m 503 rate).
@@ -191,6 +223,8 @@ export class Stack {
       port: this.pgPort,
       durable: false,
       timeoutMs: 120_000,
+      // A cluster's six processes pool up to 15 connections each, beside the four services'.
+      maxConnections: this.temporalKind === 'cluster' ? 300 : undefined,
     });
   }
 
@@ -272,11 +306,15 @@ export class Stack {
     this.partitions.healAll();
     await this.toxiproxy.reset();
     if (!this.pg.child.running) await this.startPostgres();
+    for (const name of this.cluster ? stoppedClusterProcesses(this.cluster.dir) : []) {
+      this.logLine(`  Temporal ${name} was not running; starting it again`);
+      await restartClusterProcess(this.cluster!.dir, name, this.pg.url('postgres'));
+    }
     for (const name of PROCESSES) {
       const s = this.services.get(name)!;
       s.child.signal('SIGCONT');
       if (!s.child.running) {
-        this.log(`  ${name} had exited (${s.child.report().split('\n')[0]}); starting it again`);
+        this.logLine(`  ${name} had exited (${s.child.report().split('\n')[0]}); starting it again`);
         this.balancer.remove(s);
         await this.startProcess(name);
       }
@@ -315,7 +353,7 @@ export class Stack {
     let busiest: ProcessName = 'worker-a';
     let most = -1;
     for (const { name, sum = 0 } of await this.workerSums(select)) {
-      this.log(`  ${name}: ${sum} delivery activities running`);
+      this.logLine(`  ${name}: ${sum} delivery activities running`);
       if (sum > most) [busiest, most] = [name, sum];
     }
     return busiest;
@@ -337,7 +375,7 @@ export class Stack {
       try {
         await step();
       } catch (err) {
-        this.log(`cleanup: ${String(err)}`);
+        this.logLine(`cleanup: ${String(err)}`);
       }
     }
   }

@@ -1,5 +1,5 @@
 import { execFile, spawn } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
@@ -16,7 +16,7 @@ import {
   type ProcessPorts,
   type ServicePorts,
 } from './config';
-import { ensureSchema, liveMembers, type Member } from './schema';
+import { dropClusterDatabases, ensureSchema, hasClusterMetadata, liveMembers, type Member } from './schema';
 import {
   CLUSTER_PROCESSES,
   HISTORY_SHARDS,
@@ -52,6 +52,8 @@ export interface StartClusterOptions {
   say: (line: string) => void;
   /** Database names (default temporal, temporal_visibility, as docker-compose.yml has them). */
   databases?: { database: string; visibilityDatabase: string };
+  /** History shards of new databases (default HISTORY_SHARDS; fixed once the databases exist). */
+  historyShards?: number;
 }
 
 export interface StartedCluster {
@@ -82,6 +84,11 @@ function isOurs(pid: number): boolean {
   }
 }
 
+/** The processes of the cluster recorded in `dir` that do not run (killed by a fault, or exited). */
+export function stoppedClusterProcesses(dir: string): string[] {
+  return (readClusterState(dir)?.processes ?? []).filter((p) => !isOurs(p.pid)).map((p) => p.name);
+}
+
 /** The recorded cluster when all of its processes run. */
 export function runningCluster(dir: string): ClusterState | null {
   const state = readClusterState(dir);
@@ -103,6 +110,7 @@ export async function startCluster(options: StartClusterOptions): Promise<Starte
   const running = runningCluster(dir);
   if (running) return { state: running, buildSeconds: 0, members: await liveMembers(db), started: false };
   await stopCluster(dir, say); // leftovers of a cluster that half died
+  await refuseSharedDatabases(db);
 
   const buildSeconds = await ensureServerBuilt(say);
   say(
@@ -130,7 +138,7 @@ export async function startCluster(options: StartClusterOptions): Promise<Starte
     version: TEMPORAL_SERVER_VERSION,
     address: `${CLUSTER_HOST}:${frontend.grpc}`,
     namespace: options.namespace,
-    historyShards: HISTORY_SHARDS,
+    historyShards: options.historyShards ?? HISTORY_SHARDS,
     database: {
       host: db.host,
       port: db.port,
@@ -141,17 +149,26 @@ export async function startCluster(options: StartClusterOptions): Promise<Starte
     processes: [],
   };
   try {
-    for (const p of CLUSTER_PROCESSES) {
-      const config = join(dir, `${p.name}.yaml`);
+    // On new databases the first process writes the cluster's metadata record; two writing it at
+    // once fail one of them ("Failed to apply cluster metadata"), so the others wait for it.
+    const fresh = !(await hasClusterMetadata(db));
+    for (const [i, p] of CLUSTER_PROCESSES.entries()) {
+      const configFile = join(dir, `${p.name}.yaml`);
       const log = join(dir, `${p.name}.log`);
-      writeFileSync(config, serverConfigYaml(serverConfig(p.service, ports.get(p.name)!, peers, db)), {
-        mode: 0o600,
+      const config = serverConfig(p.service, ports.get(p.name)!, peers, db, state.historyShards);
+      writeFileSync(configFile, serverConfigYaml(config), { mode: 0o600 });
+      const pid = spawnServer(dir, p.name, p.service, configFile, log);
+      state.processes.push({
+        name: p.name,
+        service: p.service,
+        pid,
+        ports: ports.get(p.name)!,
+        config: configFile,
+        log,
       });
-      const pid = spawnDetached(['--config-file', config, '--allow-no-auth', 'start', '--service', p.service], log);
-      writeFileSync(join(dir, `${p.name}.pid`), `${pid}\n`);
-      state.processes.push({ name: p.name, service: p.service, pid, ports: ports.get(p.name)!, config, log });
+      writeState(dir, state);
+      if (i === 0 && fresh) await untilMetadataWritten(state.processes[0], db, options.timeoutMs);
     }
-    writeFileSync(stateFile(dir), `${JSON.stringify(state, null, 2)}\n`);
     const members = await waitUntilServing(state, db, options);
     await createNamespace(state, options);
     await createSearchAttributes(state, options);
@@ -184,14 +201,105 @@ async function freeLowPort(taken: Set<number>): Promise<number> {
   throw new Error('no free port between 20000 and 32000 on 127.0.0.1');
 }
 
-/** Starts the server binary in its own session with its output in `log`; returns its pid. */
-function spawnDetached(args: string[], log: string): number {
+const writeState = (dir: string, state: ClusterState) =>
+  writeFileSync(stateFile(dir), `${JSON.stringify(state, null, 2)}\n`);
+
+/**
+ * Starts one service process of the server binary in its own session with its output appended to
+ * `log`, and records its pid file; returns its pid.
+ */
+function spawnServer(dir: string, name: string, service: string, config: string, log: string): number {
   const fd = openSync(log, 'a');
+  const args = ['--config-file', config, '--allow-no-auth', 'start', '--service', service];
   const child = spawn(serverBinary, args, { detached: true, stdio: ['ignore', fd, fd] });
   closeSync(fd);
   child.unref();
   if (child.pid === undefined) throw new Error(`could not start ${serverBinary}`);
+  writeFileSync(join(dir, `${name}.pid`), `${child.pid}\n`);
   return child.pid;
+}
+
+/** Until the first process of a new cluster has written the cluster metadata record (or exited). */
+async function untilMetadataWritten(
+  first: ClusterState['processes'][number],
+  db: ClusterDatabase,
+  timeoutMs: number,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await hasClusterMetadata(db))) {
+    if (!isOurs(first.pid))
+      throw new Error(`Temporal ${first.name} exited. Last lines of ${first.log}:\n${logTail(first.log, 5)}`);
+    if (Date.now() > deadline)
+      throw new Error(`Temporal ${first.name} wrote no cluster metadata within ${timeoutMs / 1000} s.`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+/**
+ * Two clusters on the same databases would share their shards and their membership ring: a start
+ * is refused while another cluster's members heartbeat in them (another checkout's `npm run
+ * cluster`, or one whose pid files were lost).
+ */
+async function refuseSharedDatabases(db: ClusterDatabase): Promise<void> {
+  const others = await liveMembers(db).catch(() => [] as Member[]); // no database yet: nobody there
+  if (others.length === 0) return;
+  throw new Error(
+    `Another Temporal cluster uses the database ${db.database} on ${db.host}:${db.port}: ${others.length} members ` +
+      `heartbeat there (${others.map((m) => `${m.role} ${m.address}`).join(', ')}). Stop it first (\`npm run ` +
+      'cluster -- stop` in its checkout), or wait 30 s after it died.',
+  );
+}
+
+/**
+ * Kills one process of the running cluster in `dir` with `signal` (a node fault) and waits until
+ * it is gone; its pid file stays, so `stop` and `restartClusterProcess` find the cluster.
+ */
+export async function killClusterProcess(dir: string, name: string, signal: NodeJS.Signals): Promise<void> {
+  const p = processOf(dir, name);
+  if (isOurs(p.pid)) process.kill(p.pid, signal);
+  if (!(await exitsWithin(p.pid, 30_000))) throw new Error(`Temporal ${name} did not exit within 30 s of ${signal}`);
+}
+
+/**
+ * Starts one process of the cluster in `dir` again, on its own config and ports (after a kill or
+ * a stop), and waits until it serves: its metrics answer and it heartbeats in the membership.
+ */
+export async function restartClusterProcess(
+  dir: string,
+  name: string,
+  databaseUrl: string,
+  timeoutMs = 120_000,
+): Promise<void> {
+  const state = readClusterState(dir);
+  const p = state?.processes.find((x) => x.name === name);
+  if (!state || !p) throw new Error(`no Temporal process ${name} recorded in ${dir}`);
+  if (isOurs(p.pid)) throw new Error(`Temporal ${name} is running (pid ${p.pid}): kill or stop it first`);
+  const started = Date.now();
+  p.pid = spawnServer(dir, p.name, p.service, p.config, p.log);
+  writeState(dir, state);
+  const db = clusterDatabaseFromUrl(databaseUrl, state.database);
+  const address = new Set([p.ports.membership, p.ports.grpc].map((port) => `${CLUSTER_HOST}:${port}`));
+  const serving = async () => {
+    const metrics = await fetch(`http://${CLUSTER_HOST}:${p.ports.metrics}/metrics`, {
+      signal: AbortSignal.timeout(2000),
+    }).then((res) => res.ok);
+    // A heartbeat written since the start: the row of the killed process may still look alive.
+    return metrics && (await liveMembers(db, (Date.now() - started) / 1000)).some((m) => address.has(m.address));
+  };
+  for (;;) {
+    if (!isOurs(p.pid)) throw new Error(`Temporal ${name} exited. Last lines of ${p.log}:\n${logTail(p.log, 5)}`);
+    if (await serving().catch(() => false)) return;
+    if (Date.now() - started > timeoutMs)
+      throw new Error(`Temporal ${name} did not serve again within ${timeoutMs / 1000} s`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+function processOf(dir: string, name: string): ClusterState['processes'][number] {
+  const state = readClusterState(dir);
+  const p = state?.processes.find((x) => x.name === name);
+  if (!p) throw new Error(`no Temporal process ${name} recorded in ${dir}`);
+  return p;
 }
 
 /** Every process's metrics endpoint answers, the ring has all six members and the frontend reports SERVING. */
@@ -248,13 +356,16 @@ async function createNamespace(state: ClusterState, options: StartClusterOptions
     () => true,
     () => false,
   );
-  if (exists) return;
-  await cli(['operator', 'namespace', 'create', '--namespace', state.namespace, '--retention', options.retention]);
-  options.say(`  namespace ${state.namespace} created (retention ${options.retention})`);
-  // A namespace is served once every frontend's namespace cache has it (refreshed every few seconds).
+  if (!exists) {
+    await cli(['operator', 'namespace', 'create', '--namespace', state.namespace, '--retention', options.retention]);
+    options.say(`  namespace ${state.namespace} created (retention ${options.retention})`);
+  }
+  // A namespace is served once every frontend's namespace cache has it (refreshed every few
+  // seconds): `describe` reads the database and finds it at once, the search-attribute list goes
+  // through that cache (as starts do) and answers NOT_FOUND until it is refreshed.
   await waitFor(
     `namespace ${state.namespace} on the frontend`,
-    () => cli(['operator', 'namespace', 'describe', '--namespace', state.namespace]).then(() => true),
+    () => cli(['operator', 'search-attribute', 'list', '--namespace', state.namespace]).then(() => true),
     { timeoutMs: options.timeoutMs, intervalMs: 1000 },
   );
 }
@@ -316,4 +427,74 @@ async function exitsWithin(pid: number, ms: number): Promise<boolean> {
     await new Promise((r) => setTimeout(r, 200));
   }
   return !isOurs(pid);
+}
+
+/** A cluster of one run's own (a test run, a bench, the fault suite): its directory and databases. */
+export interface OwnCluster {
+  state: ClusterState;
+  dir: string;
+  database: ClusterDatabase;
+  buildSeconds: number;
+  /** Stops it and drops its databases. */
+  close(): Promise<void>;
+}
+
+const OWN_CLUSTER_DIR = /^cluster-run-(\d+)$/;
+
+/**
+ * Starts a cluster of this process's own in `<dataDir>/cluster-run-<pid>`, on databases of its own
+ * (`<databasePrefix>` and `<databasePrefix>_visibility`) on DATABASE_URL's server, so that it
+ * never meets another checkout's cluster or another run's. `close()` stops it and drops them.
+ * The clusters of runs that died without closing theirs are removed first.
+ */
+export async function startOwnCluster(
+  options: Omit<StartClusterOptions, 'dir' | 'databases'> & { dataDir: string; databasePrefix: string },
+): Promise<OwnCluster> {
+  await removeClustersOfDeadRuns(options.dataDir, options.databaseUrl);
+  const dir = join(options.dataDir, `cluster-run-${process.pid}`);
+  const databases = { database: options.databasePrefix, visibilityDatabase: `${options.databasePrefix}_visibility` };
+  const database = clusterDatabaseFromUrl(options.databaseUrl, databases);
+  const close = () => closeOwnCluster(dir, options.databaseUrl, options.say);
+  try {
+    const { state, buildSeconds } = await startCluster({ ...options, dir, databases });
+    return { state, dir, database, buildSeconds, close };
+  } catch (err) {
+    await close().catch(() => undefined);
+    throw err;
+  }
+}
+
+/**
+ * Stops the cluster of a run in `dir`, drops its databases (when they are on DATABASE_URL's
+ * server) and removes the directory.
+ */
+export async function closeOwnCluster(
+  dir: string,
+  databaseUrl: string,
+  say: (line: string) => void = () => undefined,
+): Promise<void> {
+  const state = readClusterState(dir);
+  await stopCluster(dir, say);
+  const db = state && clusterDatabaseFromUrl(databaseUrl, state.database);
+  if (db && db.host === state.database.host && db.port === state.database.port) await dropClusterDatabases(db);
+  rmSync(dir, { recursive: true, force: true });
+}
+
+/** Stops the clusters (and drops the databases) of runs in `dataDir` whose process is gone. */
+async function removeClustersOfDeadRuns(dataDir: string, databaseUrl: string): Promise<void> {
+  if (!existsSync(dataDir)) return;
+  for (const entry of readdirSync(dataDir)) {
+    const pid = Number(OWN_CLUSTER_DIR.exec(entry)?.[1]);
+    if (!pid || pid === process.pid || isAlive(pid)) continue;
+    await closeOwnCluster(join(dataDir, entry), databaseUrl);
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }

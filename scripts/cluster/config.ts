@@ -58,7 +58,7 @@ function sqlStore(db: ClusterDatabase, databaseName: string, maxConns: number) {
 
 /**
  * The server config of one process running `service`: Postgres persistence and SQL visibility,
- * HISTORY_SHARDS shards, its own gRPC, membership and Prometheus ports on loopback, and the
+ * HISTORY_SHARDS shards (a bench may ask for fewer), its own gRPC, membership and Prometheus ports on loopback, and the
  * dynamic config file docker-compose.yml mounts too. Connection pools are per process: 10 + 5
  * for each of six processes stays under a shared Postgres's default 100 connections.
  */
@@ -67,6 +67,7 @@ export function serverConfig(
   ports: ProcessPorts,
   peers: ServicePorts,
   db: ClusterDatabase,
+  historyShards: number = HISTORY_SHARDS,
 ): Record<string, unknown> {
   const rpc = (p: ProcessPorts) => ({
     grpcPort: p.grpc,
@@ -83,7 +84,7 @@ export function serverConfig(
   return {
     log: { stdout: true, level: 'warn' },
     persistence: {
-      numHistoryShards: HISTORY_SHARDS,
+      numHistoryShards: historyShards,
       defaultStore: 'default',
       visibilityStore: 'visibility',
       datastores: {

@@ -133,3 +133,24 @@ export async function liveMembers(db: ClusterDatabase, withinSeconds = 30): Prom
     await client.end();
   }
 }
+
+/** Drops the cluster's two databases (a throwaway cluster of a test run or a bench, once stopped). */
+export async function dropClusterDatabases(db: ClusterDatabase): Promise<void> {
+  const client = await connect(db, 'postgres');
+  try {
+    for (const name of [db.database, db.visibilityDatabase])
+      await client.query(`DROP DATABASE IF EXISTS ${client.escapeIdentifier(name)} WITH (FORCE)`);
+  } finally {
+    await client.end();
+  }
+}
+
+/** True once a process of the cluster has written its cluster metadata (its first start on the databases). */
+export async function hasClusterMetadata(db: ClusterDatabase): Promise<boolean> {
+  const client = await connect(db, db.database);
+  try {
+    return (await client.query('SELECT 1 FROM cluster_metadata_info LIMIT 1')).rowCount === 1;
+  } finally {
+    await client.end();
+  }
+}

@@ -1,3 +1,4 @@
+import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { repoRoot } from '../processes';
 
@@ -47,3 +48,14 @@ export const serverDir = join(toolsDir, `temporal-server-${TEMPORAL_SERVER_VERSI
 export const serverBinary = join(serverDir, 'bin', 'server');
 export const sqlToolBinary = join(serverDir, 'bin', 'sql');
 export const goCacheDirs = { GOMODCACHE: join(toolsDir, 'go', 'mod'), GOCACHE: join(toolsDir, 'go', 'cache') };
+
+/**
+ * The build kept outside the checkout, for a clean clone (CI): after a build the two binaries are
+ * copied here, and a checkout without them in .tools/ takes them from here instead of building.
+ * TEMPORAL_SERVER_CACHE, else $XDG_CACHE_HOME (or ~/.cache)/svc-payments-marketplace.
+ */
+export function machineBuildDir(env: NodeJS.ProcessEnv = process.env): string {
+  const root =
+    env.TEMPORAL_SERVER_CACHE || join(env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'svc-payments-marketplace');
+  return join(root, `temporal-server-${TEMPORAL_SERVER_VERSION}`, 'bin');
+}

@@ -53,7 +53,7 @@ const SESSION_AMOUNT = 45_000;
 const REFUND_AMOUNT = 1_000;
 
 /** A test-mode session paid with the test method; `slow` adds 3 IQD so the amount ends in 003. */
-const sessionBody = (reference: string, slow: boolean) => ({
+export const sessionBody = (reference: string, slow: boolean) => ({
   reference_id: reference,
   amount: SESSION_AMOUNT + (slow ? 3 : 0),
   currency: 'IQD',

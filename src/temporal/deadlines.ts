@@ -44,15 +44,19 @@ export function deadlineInterceptor(callTimeoutMs: number): Interceptor {
 }
 
 /**
- * When `err` is a Temporal call that ran out of time or found no server (rather than a refusal), the
- * deadline that ended it, by its setting's name (`none`: the server was unreachable).
+ * When `err` is a Temporal call that ran out of time, found no server or was shed for a moment
+ * (rather than a refusal), the deadline that ended it, by its setting's name (`none`: no deadline
+ * did: the server was unreachable, or shed the call).
  */
 export function temporalDeadlineOf(err: unknown): string | undefined {
   const status = temporalErrorCause(err).grpc_status;
   if (status === 'DEADLINE_EXCEEDED') return 'TEMPORAL_CALL_TIMEOUT_MS';
   // CANCELLED: the channel gave the call up (a connection that timed out while being set up, or
-  // closed under the call), so the server is as unreachable as with UNAVAILABLE.
-  if (status === 'UNAVAILABLE' || status === 'CANCELLED') return 'none';
+  // closed under the call), so the server is as unreachable as with UNAVAILABLE. RESOURCE_EXHAUSTED:
+  // the server shed the call and takes it again shortly: "Workflow is busy" while the workflow's
+  // shard moves between history nodes (a node died or came back), or a rate limit; the SDK's
+  // retries of it (with a longer backoff) ran out within the call's deadline.
+  if (status === 'UNAVAILABLE' || status === 'CANCELLED' || status === 'RESOURCE_EXHAUSTED') return 'none';
   return undefined;
 }
 

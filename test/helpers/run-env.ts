@@ -28,8 +28,9 @@ export interface RunEnv {
   /** The `temporal` CLI, for the tests that need a real dev server. */
   temporalCliPath: string;
   /**
-   * TEMPORAL_MODE=cluster: the self-hosted cluster (`npm run cluster`) that the tests which use a
-   * real server run on instead of a dev server each; `stop` when this run started it.
+   * TEMPORAL_MODE=cluster: the self-hosted cluster that the tests which use a real server run on
+   * instead of a dev server each: the checkout's `npm run cluster`, or the run's `own` (stopped
+   * and dropped by teardown).
    */
-  temporalCluster?: { address: string; dir: string; stop: boolean };
+  temporalCluster?: { address: string; dir: string; own: boolean };
 }

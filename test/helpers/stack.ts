@@ -148,6 +148,8 @@ export function endCallsAfterClose(connection: Connection): void {
 export interface StackOptions {
   /** The time-skipping test server (default), or a real dev server for visibility queries and the Web UI (real time). */
   temporal?: 'time-skipping' | 'dev-server';
+  /** With `dev-server`: the Web UI is needed, so a dev server of the stack's own even with TEMPORAL_MODE=cluster. */
+  webUi?: boolean;
   /** The payment vendors of the stack's worker (default: the test gateway and cash on delivery). */
   gateways?: Gateways;
   /**
@@ -162,12 +164,12 @@ export interface StackOptions {
  * worker, and the real HTTP app on an ephemeral loopback port.
  */
 export async function startStack(overrides: Record<string, string> = {}, options: StackOptions = {}): Promise<Stack> {
-  const { temporal = 'time-skipping', gateways, publicHost = '127.0.0.1' } = options;
+  const { temporal = 'time-skipping', gateways, publicHost = '127.0.0.1', webUi = false } = options;
   setLogLevel((process.env.TEST_LOG_LEVEL as 'debug') ?? 'silent');
   installQuietRuntime();
   const run = readRunEnv();
   const db = createDb(run.databaseUrl, 8);
-  const devServer = temporal === 'dev-server' ? await startTestDevServer() : undefined;
+  const devServer = temporal === 'dev-server' ? await startTestDevServer({ webUi }) : undefined;
   const env = devServer
     ? await TestWorkflowEnvironment.createFromExistingServer({
         address: devServer.address,
@@ -321,13 +323,14 @@ export async function startStack(overrides: Record<string, string> = {}, options
  * attributes registered unless `searchAttributes: false`, a throwaway SQLite file), for what the
  * time-skipping server lacks: visibility queries and the Web UI. Time is real there.
  * With TEMPORAL_MODE=cluster the run's cluster instead: its `default` namespace, or with
- * `searchAttributes: false` a new namespace without them; it has no Web UI, and `stop` leaves it running.
+ * `searchAttributes: false` a new namespace without them; `stop` leaves it running. The cluster
+ * has no Web UI: `webUi: true` asks for a dev server even then.
  */
 export async function startTestDevServer(
-  options: { searchAttributes?: boolean } = {},
+  options: { searchAttributes?: boolean; webUi?: boolean } = {},
 ): Promise<{ address: string; namespace: string; uiUrl?: string; stop(): Promise<void> }> {
   const run = readRunEnv();
-  if (run.temporalCluster) {
+  if (run.temporalCluster && !options.webUi) {
     const { address } = run.temporalCluster;
     if (options.searchAttributes !== false) return { address, namespace: 'default', stop: async () => undefined };
     const namespace = `test-${process.pid}-${Date.now()}`;
@@ -356,14 +359,18 @@ export async function startTestDevServer(
   };
 }
 
-/** Creates `namespace` on the cluster with the CLI, and waits until the frontend serves it. */
+/**
+ * Creates `namespace` on the cluster with the CLI, and waits until the frontend serves it: until
+ * its namespace cache has it, which the search-attribute list goes through (`describe` reads the
+ * database and finds it before).
+ */
 async function createNamespace(cli: string, address: string, namespace: string): Promise<void> {
   const run = (args: string[]) =>
     execFileAsync(cli, [...args, '--namespace', namespace, '--address', address], { timeout: 30_000 });
   await run(['operator', 'namespace', 'create', '--retention', '24h']);
   for (let tries = 0; ; tries++) {
     if (
-      await run(['operator', 'namespace', 'describe']).then(
+      await run(['operator', 'search-attribute', 'list']).then(
         () => true,
         () => false,
       )

@@ -25,7 +25,7 @@ beforeAll(async () => {
   receiver.respond = () => ({ status: 503 }); // every endpoint here is down
   stack = await startStack(
     { WEBHOOK_ALLOWED_HOSTS: RECEIVER_HOST, WEBHOOK_EXTRA_CA_PATH: receiver.caPath },
-    { temporal: 'dev-server' },
+    { temporal: 'dev-server', webUi: true },
   );
 }, 180_000);
 afterAll(async () => {

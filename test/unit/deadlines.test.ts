@@ -60,6 +60,10 @@ describe('temporalDeadlineOf', () => {
     expect(temporalDeadlineOf(grpcError(1, 'Call cancelled'))).toBe('none');
   });
 
+  it('takes a call the server shed (a busy workflow while its shard moves, a rate limit) as unavailable for now', () => {
+    expect(temporalDeadlineOf(grpcError(8, 'Workflow is busy.'))).toBe('none');
+  });
+
   it('leaves a refusal by the server alone', () => {
     expect(temporalDeadlineOf(grpcError(3, 'invalid search attribute'))).toBeUndefined();
     expect(temporalDeadlineOf(new Error('workflow not found'))).toBeUndefined();

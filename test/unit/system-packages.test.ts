@@ -32,14 +32,21 @@ describe('system packages for the tests', () => {
     expect(names([join(repo, 'test/unit/lib.test.ts'), join(repo, 'test/integration/janitor.test.ts')])).toEqual([]);
   });
 
-  it('asks for prometheus, alertmanager, iptables and faketime for npm run chaos, and for none of them for a test', () => {
+  it('asks for prometheus, alertmanager, iptables and faketime for npm run chaos, and of those only faketime for a test (the clock of dependency-probes)', () => {
     expect(names([join(repo, 'scripts/chaos.ts')])).toEqual([
       'prometheus',
       'prometheus-alertmanager',
       'iptables',
       'faketime',
     ]);
-    expect(packagesFor(testFiles()).map((pkg) => pkg.debian)).toEqual(['chromium', 'prometheus']);
+    expect(packagesFor(testFiles()).map((pkg) => pkg.debian)).toEqual(['chromium', 'prometheus', 'faketime']);
+    expect(names([join(repo, 'test/integration/dependency-probes.test.ts')])).toEqual(['faketime']);
+  });
+
+  it('asks for faketime for every test file that preloads libfaketime', () => {
+    const preloading = testFiles().filter((file) => /faketime[\/]libfaketime/.test(readFileSync(file, 'utf8')));
+    expect(preloading.length).toBeGreaterThan(0);
+    for (const file of preloading) expect({ file, packages: names([file]) }).toEqual({ file, packages: ['faketime'] });
   });
 
   it('asks for chromium for every test file that launches the browser', () => {
