@@ -120,7 +120,14 @@ async function startTestPostgres(): Promise<{ pg: EmbeddedPg; dataDir: string }>
   removeLeftoversOfDeadProcesses(dataRoot);
   const dataDir = join(dataRoot, `test-pg-${process.pid}`);
   try {
-    const pg = await startEmbeddedPg({ dataDir, port: await freePort(), durable: false, timeoutMs: PG_TIMEOUT_MS });
+    const pg = await startEmbeddedPg({
+      dataDir,
+      port: await freePort(),
+      durable: false,
+      timeoutMs: PG_TIMEOUT_MS,
+      // A run on a cluster of its own (npm run test:cluster): its six processes' pools (90) beside the tests'.
+      maxConnections: process.env.TEMPORAL_MODE === 'cluster' ? 300 : undefined,
+    });
     return { pg, dataDir };
   } catch (err) {
     await stopAll();

@@ -61,6 +61,21 @@ export function chooseLang(ctx: Context): Lang {
   return 'ar';
 }
 
+/**
+ * The console page a form was posted from (the Referer, which the console's same-origin referrer
+ * policy sends): after a POST the language links lead there, since an action's URL has no page
+ * (a GET of it is 405) and a link must never repeat the post. Null when there is none of ours.
+ */
+function formPage(ctx: Context): { path: string; query: string } | null {
+  try {
+    const from = new URL(ctx.get('referer'));
+    if (from.host !== ctx.host || !/^\/console(\/|$)/.test(from.pathname)) return null;
+    return { path: from.pathname, query: from.search };
+  } catch {
+    return null;
+  }
+}
+
 /** Renders a console page into `ctx`. */
 export function render(
   ctx: Context,
@@ -72,10 +87,13 @@ export function render(
 ): void {
   const state = stateOf(ctx);
   const langHref = (lang: Lang) => {
-    const params = new URLSearchParams(ctx.querystring);
+    const { path, query } =
+      ctx.method === 'POST'
+        ? (formPage(ctx) ?? { path: '/console', query: '' })
+        : { path: ctx.path, query: ctx.querystring };
+    const params = new URLSearchParams(query);
     params.set('lang', lang);
-    // After a POST the page is its GET's (a language link never repeats the post).
-    return `${ctx.path}?${params.toString()}`;
+    return `${path}?${params.toString()}`;
   };
   const session = state.session?.complete ? state.session : null;
   ctx.status = status;

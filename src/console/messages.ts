@@ -201,6 +201,7 @@ const en = {
   error_body: 'Try again in a moment.',
   csrf_title: 'Request refused',
   csrf_body: 'The form was too old or came from another site. Go back, reload the page and try again.',
+  bad_form_body: 'The form held a character that cannot be saved (a null character). Go back, remove it and try again.',
   integrations_title: 'Settings › Integrations',
   keys_title: 'Partner API keys',
   keys_help: 'A key lets your systems call the Partner API. The full key is shown once; we keep only a hash.',
@@ -560,6 +561,7 @@ const ar: ConsoleMessages = {
   error_body: 'حاول مرة أخرى بعد قليل.',
   csrf_title: 'تم رفض الطلب',
   csrf_body: 'النموذج قديم أو جاء من موقع آخر. ارجع وأعد تحميل الصفحة ثم حاول مجددًا.',
+  bad_form_body: 'احتوى النموذج على حرف لا يمكن حفظه (حرف فارغ). ارجع واحذفه ثم حاول مجددًا.',
   integrations_title: 'الإعدادات › التكاملات',
   keys_title: 'مفاتيح Partner API',
   keys_help: 'يتيح المفتاح لأنظمتك استدعاء Partner API. يظهر المفتاح كاملًا مرة واحدة؛ نحتفظ ببصمته فقط.',
@@ -919,6 +921,8 @@ const ku: ConsoleMessages = {
   error_body: 'کەمێکی تر دووبارە هەوڵ بدەوە.',
   csrf_title: 'داواکاری ڕەتکرایەوە',
   csrf_body: 'فۆرمەکە کۆن بوو یان لە ماڵپەڕێکی ترەوە هات. بگەڕێوە، لاپەڕەکە نوێ بکەرەوە و دووبارە هەوڵ بدەوە.',
+  bad_form_body:
+    'فۆرمەکە پیتێکی تێدابوو کە ناتوانرێت پاشەکەوت بکرێت (پیتی بەتاڵ). بگەڕێوە، لایببە و دووبارە هەوڵ بدەوە.',
   integrations_title: 'ڕێکخستنەکان › یەکخستنەکان',
   keys_title: 'کلیلەکانی Partner API',
   keys_help:

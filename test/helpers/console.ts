@@ -35,11 +35,14 @@ export interface ConsoleResponse {
 
 /**
  * A browser as the console sees one: a cookie jar, the CSRF token of the last page read, and
- * same-origin form posts (Origin and Sec-Fetch-Site as Chromium sends them). Redirects are not followed.
+ * same-origin form posts (Origin, Sec-Fetch-Site and the Referer of the last page read, as Chromium
+ * sends them under the console's same-origin referrer policy). Redirects are not followed.
  */
 export class ConsoleBrowser {
   readonly cookies = new Map<string, string>();
   csrf = '';
+  /** The path of the last page read (a post's Referer). */
+  page: string | null = null;
   constructor(
     readonly stack: Stack,
     readonly ip = `10.9.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`,
@@ -67,6 +70,7 @@ export class ConsoleBrowser {
   }
 
   get(path: string): Promise<ConsoleResponse> {
+    this.page = path;
     return this.send('GET', path);
   }
 
@@ -88,6 +92,7 @@ export class ConsoleBrowser {
         'content-type': 'application/x-www-form-urlencoded',
         ...(origin !== null && { origin }),
         ...(site !== null && { 'sec-fetch-site': site }),
+        ...(this.page !== null && site === 'same-origin' && { referer: this.stack.baseUrl + this.page }),
       },
     });
   }

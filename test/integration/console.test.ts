@@ -377,10 +377,18 @@ describe('orders', () => {
     const b = await signedIn(await consoleUser(stack, { sellerId: seller.seller_id }, 'operator'));
     expect((await b.get('/console/orders?status=pending')).text).toContain(`/console/orders/${orderId}`);
     await b.get(`/console/orders/${orderId}`);
-    expect((await b.post(`/console/orders/${orderId}/accept`)).status).toBe(200);
+    const accepted = await b.post(`/console/orders/${orderId}/accept`);
+    expect(accepted.status).toBe(200);
+    // Its language links lead to the order's page it was posted from, not the action's URL (405 to a GET).
+    expect(accepted.text).toContain(`href="/console/orders/${orderId}?lang=ar"`);
+    expect(accepted.text).not.toContain(`href="/console/orders/${orderId}/accept?lang=`);
     // Accepting again is not a move.
     expect((await b.post(`/console/orders/${orderId}/accept`)).status).toBe(409);
     expect((await b.post(`/console/orders/${orderId}/ship`, { carrier: 'Aramex' })).status).toBe(422);
+    // A null character (which Postgres text cannot hold) is refused with the form, not a 500 at the write.
+    const nul = await b.post(`/console/orders/${orderId}/ship`, { carrier: 'Ara\u0000mex', tracking_number: 'AX123' });
+    expect([nul.status, nul.text.includes('a null character')]).toEqual([400, true]);
+    expect((await stack.db('orders').where({ id: orderId }).first()).status).toBe('accepted');
     const shipped = await b.post(`/console/orders/${orderId}/ship`, { carrier: 'Aramex', tracking_number: 'AX123' });
     expect(shipped.status).toBe(200);
     expect(shipped.text).toContain('Order shipped.');
