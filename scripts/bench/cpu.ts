@@ -159,3 +159,37 @@ export async function databaseBackends(db: Db): Promise<number[]> {
   const { rows } = await db.raw('SELECT pid FROM pg_stat_activity WHERE datname = current_database()');
   return (rows as Array<{ pid: number }>).map((r) => r.pid);
 }
+
+/**
+ * Waits until the machine is quiet, at most `maxMs`: every core at least `idleShare` idle, on
+ * average, for `holdMs` in a row (from /proc/stat, sampled every second), so that a phase measured
+ * after heavy writes (a preload, VACUUM) is not measured against the kernel writing them back or
+ * Postgres's background work. Returns how long it waited and the idle share of the last second.
+ */
+export async function waitForQuietMachine(
+  opts: { idleShare?: number; holdMs?: number; maxMs?: number } = {},
+): Promise<{ waitedMs: number; idle: number; quiet: boolean }> {
+  const { idleShare = 0.85, holdMs = 5000, maxMs = 120_000 } = opts;
+  const started = Date.now();
+  const total = () => {
+    try {
+      const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+      return { busy: machineTicks(), all: fields.slice(0, 8).reduce((a, b) => a + b, 0) };
+    } catch {
+      return null;
+    }
+  };
+  let quietSince: number | null = null;
+  let idle = 0;
+  for (let before = total(); before;) {
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const now = total()!;
+    idle = now.all > before.all ? 1 - (now.busy - before.busy) / (now.all - before.all) : 1;
+    before = now;
+    quietSince = idle >= idleShare ? (quietSince ?? Date.now() - 1000) : null;
+    if (quietSince !== null && Date.now() - quietSince >= holdMs)
+      return { waitedMs: Date.now() - started, idle, quiet: true };
+    if (Date.now() - started >= maxMs) return { waitedMs: Date.now() - started, idle, quiet: false };
+  }
+  return { waitedMs: 0, idle: 1, quiet: true }; // not Linux: nothing to wait for
+}
