@@ -129,6 +129,14 @@ export async function expectGoodPage(tab: ConsoleTab): Promise<void> {
   if (!tab.scripted) return;
   const overflow = await page.evaluate('document.documentElement.scrollWidth - window.innerWidth');
   expect([new URL(page.url()).pathname, overflow]).toEqual([new URL(page.url()).pathname, 0]);
+  // The skip link, hidden until focused, shows inside the screen when it is (at the start side in RTL too).
+  const skip = page.locator('a.skip');
+  await skip.focus();
+  const box = await skip.boundingBox();
+  const width = (await page.evaluate('window.innerWidth')) as number;
+  const inside = box !== null && box.x >= 0 && box.x + box.width <= width;
+  expect([tab.lang, inside, (box?.width ?? 0) > 1]).toEqual([tab.lang, true, true]);
+  await skip.blur();
   await expectAccessible(page);
 }
 
