@@ -34,6 +34,21 @@ const tenantOf = (ctx: Context) => {
 const tenantWhere = (t: { seller_id: string | null; merchant_id: string | null }): Record<string, string> =>
   t.seller_id ? { seller_id: t.seller_id } : { merchant_id: t.merchant_id! };
 
+/**
+ * The signed-in user's tenant's members, locked for a change to `userId` made by that user, and
+ * `userId`'s row; null when `userId` is not of the tenant or the actor is no longer an enabled owner.
+ */
+async function lockForOwner(
+  trx: Db,
+  ctx: Context,
+  userId: string,
+): Promise<{ members: Member[]; target: Member } | null> {
+  const members = await lockMembers(trx, tenantWhere(tenantOf(ctx)));
+  const target = members.find((m) => m.id === userId);
+  const actor = members.find((m) => m.id === stateOf(ctx).session!.user.id);
+  return target && actor?.role === 'owner' && !actor.disabled_at ? { members, target } : null;
+}
+
 function roleSelect(ctx: Context, current: string, id: string) {
   const { lang } = stateOf(ctx);
   return html`<label
@@ -221,7 +236,6 @@ export async function changeRole(deps: ConsoleDeps, ctx: Context) {
   const { lang, session, form } = stateOf(ctx);
   const userId = String(ctx.params.userId);
   const role = form.get('role') ?? '';
-  const tenant = tenantWhere(tenantOf(ctx));
   const refuse = async () => {
     await audit(deps.db, ctx, {
       user: session!.user,
@@ -235,11 +249,10 @@ export async function changeRole(deps: ConsoleDeps, ctx: Context) {
   if (!isConsoleRole(role)) return refuse();
   if (userId === session!.user.id) return usersPage(deps, ctx, { status: 409, error: ct(lang, 'own_role') });
   const outcome = await deps.db.transaction(async (trx) => {
-    const members = (await lockMembers(trx, tenant)).filter((m) => !m.disabled_at);
-    const target = members.find((m) => m.id === userId);
-    const actor = members.find((m) => m.id === session!.user.id);
-    if (!target || actor?.role !== 'owner') return 'not_found' as const;
-    const owners = members.filter((m) => m.role === 'owner' && m.id !== userId).length;
+    const locked = await lockForOwner(trx, ctx, userId);
+    if (!locked || locked.target.disabled_at) return 'not_found' as const;
+    const { members, target } = locked;
+    const owners = members.filter((m) => m.role === 'owner' && !m.disabled_at && m.id !== userId).length;
     if (target.role === 'owner' && role !== 'owner' && owners === 0) return 'last_owner' as const;
     await trx('console_users').where({ id: userId }).update({ role });
     // A new role takes effect on the next request: sessions read the role from the user's row.
@@ -283,10 +296,8 @@ export async function disableUser(deps: ConsoleDeps, ctx: Context) {
   if (userId === session!.user.id) return usersPage(deps, ctx, { status: 409, error: ct(lang, 'own_disable') });
   const now = deps.clock();
   const outcome = await deps.db.transaction(async (trx) => {
-    const members = await lockMembers(trx, tenantWhere(tenantOf(ctx)));
-    const target = members.find((m) => m.id === userId);
-    const actor = members.find((m) => m.id === session!.user.id);
-    if (!target || actor?.role !== 'owner' || actor.disabled_at) return 'not_found' as const;
+    const target = (await lockForOwner(trx, ctx, userId))?.target;
+    if (!target) return 'not_found' as const;
     if (target.disabled_at) return { email: target.email, sessions: 0 };
     await trx('console_users').where({ id: userId }).update({ disabled_at: now });
     const ended = await trx('console_sessions')
@@ -314,10 +325,8 @@ export async function enableUser(deps: ConsoleDeps, ctx: Context) {
   const userId = String(ctx.params.userId);
   const now = deps.clock();
   const outcome = await deps.db.transaction(async (trx) => {
-    const members = await lockMembers(trx, tenantWhere(tenantOf(ctx)));
-    const target = members.find((m) => m.id === userId);
-    const actor = members.find((m) => m.id === session!.user.id);
-    if (!target || actor?.role !== 'owner' || actor.disabled_at) return 'not_found' as const;
+    const target = (await lockForOwner(trx, ctx, userId))?.target;
+    if (!target) return 'not_found' as const;
     if (target.disabled_at) await trx('console_users').where({ id: userId }).update({ disabled_at: null });
     return { email: target.email };
   });
