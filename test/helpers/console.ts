@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Db } from '../../src/db/knex';
 import { createDemoUser } from '../../src/console/accounts';
 import type { ConsoleRole } from '../../src/console/roles';
@@ -13,7 +14,10 @@ export async function consoleUser(
   tenant: { sellerId: string } | { merchantId: string },
   role: ConsoleRole,
 ) {
-  const email = `user-${Date.now().toString(36)}-${++counter}@console.example.com`;
+  // Emails are unique across the whole database, and jest's workers share it: a counter per
+  // worker is not enough.
+  const email = `user-${randomUUID()}@console.example.com`;
+  ++counter;
   const password = `correct horse ${counter} battery`;
   const { user, totpSecret } = await createDemoUser(stack.db, webhookRuntime(stack.settings).cipher, {
     ...tenant,
