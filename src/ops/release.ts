@@ -26,8 +26,11 @@ import {
 import { mapLimited } from '../lib/concurrency';
 import { OpsError } from './errors';
 
-/** How long `release promote` waits by default for the build's workers to poll every queue (they may have just started). */
-export const PROMOTE_WAIT_MS = 15_000;
+/**
+ * How long `release promote` waits by default for the build's workers to poll every queue (they may
+ * have just started), and for a busy server to answer.
+ */
+export const PROMOTE_WAIT_MS = 60_000;
 const RECHECK_MS = 500;
 
 export interface PromoteOptions {
@@ -69,6 +72,9 @@ export function temporalRefusal(err: unknown, doing: string): OpsError {
   if (code === grpcStatus.DEADLINE_EXCEEDED || code === grpcStatus.UNAVAILABLE) {
     return new OpsError('temporal_unavailable', `Temporal did not answer while ${doing}: ${message}`);
   }
+  if (code === grpcStatus.RESOURCE_EXHAUSTED) {
+    return new OpsError('temporal_unavailable', `Temporal was too busy while ${doing}: ${message}`);
+  }
   if (code === grpcStatus.UNIMPLEMENTED) {
     return new OpsError('versioning_unsupported', `this Temporal server has no Worker Deployments (${message})`);
   }
@@ -95,47 +101,127 @@ export async function promoteBuild(
     message,
   });
   const giveUpAt = Date.now() + options.waitMs;
+  /** The routing change this call sent whose answer it did not get: it may land after its deadline. */
+  let unanswered: { previous: string | null } | null = null;
   for (;;) {
-    const state = await describeDeployment(connection, target).catch((err: unknown) => {
-      throw temporalRefusal(err, 'describing the deployment');
-    });
-    const current = state?.current ?? null;
-    if (rampPercent === undefined && current === buildId) {
-      return result(current, false, `build ${buildId} is current already`);
+    let step: PromoteStep;
+    try {
+      step = await promoteStep(connection, target, options, unanswered !== null);
+    } catch (err) {
+      // A busy or unreachable server is asked again while the wait lasts, from a fresh read.
+      if (!isTransient(err)) throw err;
+      if (err instanceof UnansweredChange) unanswered ??= { previous: err.previous };
+      if (Date.now() >= giveUpAt) {
+        const refusal = err instanceof UnansweredChange ? err.refusal : (err as OpsError);
+        if (!unanswered) throw refusal;
+        throw new OpsError(
+          'temporal_unavailable',
+          `${refusal.message}; the change was sent and may still take effect: read \`release status\` before promoting again`,
+        );
+      }
+      await sleep(RECHECK_MS);
+      continue;
     }
-    if (rampPercent !== undefined && current === buildId) {
-      throw new OpsError('already_current', `build ${buildId} is current already; there is nothing to ramp`);
+    if (step.done === 'landed') {
+      // The read shows this build routed as asked: either this call's change, or (unanswered) the
+      // change it sent before, applied after that call's deadline.
+      if (unanswered)
+        return result(unanswered.previous, true, changedMessage(buildId, rampPercent, unanswered.previous));
+      return result(step.current, false, step.message);
     }
-    if (rampPercent !== undefined && state?.ramping?.buildId === buildId && state.ramping.percentage === rampPercent) {
-      return result(
-        current,
-        false,
-        `build ${buildId} ramps at ${rampPercent}% already (current: ${previousName(current)})`,
-      );
-    }
-    const wanted = await queuesToServe(connection, target, current);
-    const pollers = await pollersOn(connection, target.namespace, wanted, new Date()).catch((err: unknown) => {
-      throw temporalRefusal(err, 'listing the task queue pollers');
-    });
-    const declined = options.declineIf?.(state, pollers);
-    if (declined) throw new OpsError('promotion_declined', declined);
-    const missing = queuesWithoutBuild(pollers, wanted, target.deploymentName, buildId);
-    const registered = state?.versions.some((v) => v.buildId === buildId) ?? false;
-    if (state && missing.length === 0 && registered) {
-      await setRouting(connection, target, state, options);
-      const now = rampPercent === undefined ? 'is now current' : `now ramps at ${rampPercent}%`;
-      return result(current, true, `build ${buildId} ${now} (current before: ${previousName(current)})`);
-    }
+    if (step.done === 'changed')
+      return result(step.previous, true, changedMessage(buildId, rampPercent, step.previous));
     if (Date.now() >= giveUpAt) {
       const waited = options.waitMs > 0 ? ` (waited ${Math.round(options.waitMs / 1000)} s)` : '';
-      const where = missing.length > 0 ? describeQueues(missing) : describeQueues(wanted);
       throw new OpsError(
         'build_not_polling',
-        `no live worker of build ${buildId} (deployment ${target.deploymentName}) polls ${where}${waited}; start the workers of build ${buildId} first`,
+        `no live worker of build ${buildId} (deployment ${target.deploymentName}) polls ${step.where}${waited}; start the workers of build ${buildId} first`,
       );
     }
     await sleep(RECHECK_MS);
   }
+}
+
+type PromoteStep =
+  | { done: 'landed'; current: string | null; message: string }
+  | { done: 'changed'; previous: string | null }
+  | { done: false; where: string };
+
+/** A routing change sent without an answer in time: the server may still apply it. */
+class UnansweredChange extends Error {
+  constructor(
+    readonly previous: string | null,
+    readonly refusal: OpsError,
+  ) {
+    super(refusal.message);
+  }
+}
+
+/** Temporal did not answer in time, or shed the call: worth a fresh read while the wait lasts. */
+function isTransient(err: unknown): boolean {
+  if (err instanceof UnansweredChange) return true;
+  return err instanceof OpsError && err.code === 'temporal_unavailable';
+}
+
+const changedMessage = (buildId: string, rampPercent: number | undefined, previous: string | null) =>
+  `build ${buildId} ${rampPercent === undefined ? 'is now current' : `now ramps at ${rampPercent}%`} (current before: ${previousName(previous)})`;
+
+/**
+ * One read of the deployment and its pollers, and the routing change when they allow it. With
+ * `sentBefore`, a change this promotion sent earlier may have landed since: a conflict is then
+ * settled by the next read rather than reported.
+ */
+async function promoteStep(
+  connection: TemporalConnection,
+  target: ReleaseTarget,
+  options: PromoteOptions,
+  sentBefore: boolean,
+): Promise<PromoteStep> {
+  const { buildId, rampPercent } = options;
+  const state = await describeDeployment(connection, target).catch((err: unknown) => {
+    throw temporalRefusal(err, 'describing the deployment');
+  });
+  const current = state?.current ?? null;
+  if (rampPercent === undefined && current === buildId) {
+    return { done: 'landed', current, message: `build ${buildId} is current already` };
+  }
+  if (rampPercent !== undefined && current === buildId) {
+    throw new OpsError('already_current', `build ${buildId} is current already; there is nothing to ramp`);
+  }
+  if (rampPercent !== undefined && state?.ramping?.buildId === buildId && state.ramping.percentage === rampPercent) {
+    return {
+      done: 'landed',
+      current,
+      message: `build ${buildId} ramps at ${rampPercent}% already (current: ${previousName(current)})`,
+    };
+  }
+  const wanted = await queuesToServe(connection, target, current);
+  const pollers = await pollersOn(connection, target.namespace, wanted, new Date()).catch((err: unknown) => {
+    throw temporalRefusal(err, 'listing the task queue pollers');
+  });
+  const declined = options.declineIf?.(state, pollers);
+  if (declined) throw new OpsError('promotion_declined', declined);
+  const missing = queuesWithoutBuild(pollers, wanted, target.deploymentName, buildId);
+  const registered = state?.versions.some((v) => v.buildId === buildId) ?? false;
+  if (state && missing.length === 0 && registered) {
+    try {
+      await setRouting(connection, target, state, options);
+    } catch (err) {
+      if (err instanceof OpsError && err.code === 'temporal_unavailable') throw new UnansweredChange(current, err);
+      if (sentBefore && err instanceof OpsError && err.code === 'deployment_changed') {
+        // Likely this promotion's own earlier change, landed late: the next read tells.
+        const now = await describeDeployment(connection, target).catch(() => null);
+        const routed =
+          rampPercent === undefined
+            ? now?.current === buildId
+            : now?.ramping?.buildId === buildId && now.ramping.percentage === rampPercent;
+        if (routed) return { done: 'landed', current: now?.current ?? null, message: '' };
+      }
+      throw err;
+    }
+    return { done: 'changed', previous: current };
+  }
+  return { done: false, where: describeQueues(missing.length > 0 ? missing : wanted) };
 }
 
 /** The service's task queues, and any other the current build's workers poll (a build must not drop one). */

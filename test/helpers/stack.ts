@@ -66,6 +66,8 @@ export interface Stack {
   baseUrl: string;
   /** The Temporal Web UI, when the stack runs on a dev server. */
   temporalUiUrl?: string;
+  /** The dev server's (or cluster's) frontend, when the stack runs on one. */
+  temporalAddress?: string;
   db: Db;
   env: TestWorkflowEnvironment;
   settings: Settings;
@@ -269,6 +271,7 @@ export async function startStack(overrides: Record<string, string> = {}, options
   return {
     baseUrl,
     temporalUiUrl: devServer?.uiUrl,
+    temporalAddress: devServer?.address,
     db,
     env,
     settings,

@@ -1,9 +1,11 @@
+import { InterceptingCall, ListenerBuilder, status as grpcStatus, type Interceptor } from '@grpc/grpc-js';
+import { Connection } from '@temporalio/client';
 import type { Worker } from '@temporalio/worker';
 import type { WorkerDeploymentVersion } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { createApp } from '../../src/app';
 import { run } from '../../src/cli/run';
-import type { ReleaseStatus } from '../../src/ops/release';
+import { promoteBuild, type ReleaseStatus } from '../../src/ops/release';
 import { defaultGateways, type Gateways, testGateway } from '../../src/checkout/gateways';
 import { randomString } from '../../src/lib/ids';
 import { describeDeployment, serviceTaskQueues, type ReleaseTarget } from '../../src/temporal/deployment';
@@ -326,6 +328,79 @@ describe('from build to build', () => {
       expect((await ops(q, 'release', 'promote', '--ramp', ramp)).error.code).toBe('invalid_flag');
     }
     expect((await ops(q, 'release', 'status')).current_build_id).toBe(current);
+  });
+});
+
+/**
+ * A connection to the stack's server on which the answer to a routing change is lost: the server
+ * gets the call and applies it, the caller sees DEADLINE_EXCEEDED (as when the answer comes after
+ * the call's deadline).
+ */
+async function connectionLosingRoutingAnswers() {
+  const routing = /\/SetWorkerDeployment(CurrentVersion|RampingVersion)$/;
+  const lost = { count: 0 };
+  const loseAnswer: Interceptor = (options, nextCall) => {
+    const routingCall = routing.test(options.method_definition.path);
+    return new InterceptingCall(nextCall(options), {
+      start(metadata, listener, next) {
+        next(
+          metadata,
+          new ListenerBuilder()
+            .withOnReceiveStatus((status, nextStatus) => {
+              if (status.code !== grpcStatus.OK || !routingCall) return nextStatus(status);
+              lost.count++;
+              nextStatus({ ...status, code: grpcStatus.DEADLINE_EXCEEDED, details: 'the answer was lost (test)' });
+            })
+            .build(),
+        );
+      },
+    });
+  };
+  const connection = await Connection.connect({ address: stack.temporalAddress!, interceptors: [loseAnswer] });
+  return { connection, lost };
+}
+
+describe('a promotion whose answer is lost', () => {
+  it('reads the deployment again and reports the change as its own; with no wait left it says the change may still land', async () => {
+    const q = `lost-${randomString(8)}`;
+    const target: ReleaseTarget = { namespace: 'default', deploymentName: q, taskQueue: q };
+    await startWorker(q, { deploymentName: q, buildId: BUILD_A });
+    expect(await promoteIfFresh(stack.env.nativeConnection, target, BUILD_A, 'test', 20_000)).toEqual({
+      outcome: 'promoted',
+    });
+    await startWorker(q, { deploymentName: q, buildId: BUILD_B });
+    await until(
+      async () => livePollers(await ops(q, 'release', 'status'), BUILD_B).length === 3,
+      `build ${BUILD_B}'s pollers on every queue`,
+    );
+    const { connection, lost } = await connectionLosingRoutingAnswers();
+    try {
+      expect(await promoteBuild(connection, target, { buildId: BUILD_B, waitMs: 20_000, identity: 'test' })).toEqual({
+        deployment: q,
+        build_id: BUILD_B,
+        previous_build_id: BUILD_A,
+        ramping_percentage: null,
+        changed: true,
+        message: `build ${BUILD_B} is now current (current before: build ${BUILD_A})`,
+      });
+      expect(lost.count).toBe(1);
+      expect((await describeDeployment(stack.env.nativeConnection, target))?.current).toBe(BUILD_B);
+
+      // Back to A with no wait: the change lands, but the call cannot know it.
+      const refused = await promoteBuild(connection, target, { buildId: BUILD_A, waitMs: 0, identity: 'test' }).catch(
+        (err: unknown) => err,
+      );
+      expect(refused).toMatchObject({
+        code: 'temporal_unavailable',
+        message: expect.stringMatching(
+          /^Temporal did not answer while promoting build build-a: .*the answer was lost \(test\); the change was sent and may still take effect: read `release status` before promoting again$/,
+        ),
+      });
+      expect(lost.count).toBe(2);
+      expect((await ops(q, 'release', 'status')).current_build_id).toBe(BUILD_A);
+    } finally {
+      await connection.close();
+    }
   });
 });
 
