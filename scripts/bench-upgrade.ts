@@ -6,6 +6,7 @@ import { Client as TemporalClient, Connection } from '@temporalio/client';
 import { MIGRATION_TIMEOUTS } from '../src/db/migrator';
 import { verify } from '../src/webhooks/verify';
 import { startHttpsReceiver, type ReceivedRequest } from '../test/helpers/https-receiver';
+import { machineBusy } from './bench/cpu';
 import { startBenchEnvironment } from './bench/environment';
 import { percentile, table } from './bench/measure';
 import { type ListedEvent, listEvents, type LockWait, startLockSampler, workflowTaskFailures } from './upgrade/checks';
@@ -50,8 +51,8 @@ import {
  * its migrations applied, and runs started on the old build took its new patch.
  *
  * Settings: UPGRADE_PAIR, BENCH_BASELINE_S (30), BENCH_SETTLE_S (seconds between steps, 5),
- * BENCH_AFTER_S (15), BENCH_RATE (journeys/s, 4), BENCH_PARTNER_RATE (bulk writes/s, 2),
- * BENCH_MERCHANTS (4, each with a seller), DATABASE_URL (a server to create the run's database on;
+ * BENCH_AFTER_S (15), BENCH_RATE (journeys/s, 2), BENCH_PARTNER_RATE (bulk writes/s, 2),
+ * BENCH_MERCHANTS (4, each with a seller), BENCH_LOG_LEVEL (the fleet's, warn), DATABASE_URL (a server to create the run's database on;
  * an embedded Postgres otherwise).
  */
 
@@ -60,7 +61,7 @@ const STRICT = process.env.BENCH_STRICT === '1';
 const BASELINE_S = Number(process.env.BENCH_BASELINE_S ?? 30);
 const SETTLE_S = Number(process.env.BENCH_SETTLE_S ?? 5);
 const AFTER_S = Number(process.env.BENCH_AFTER_S ?? 15);
-const RATE = Number(process.env.BENCH_RATE ?? 4);
+const RATE = Number(process.env.BENCH_RATE ?? 2);
 const PARTNER_RATE = Number(process.env.BENCH_PARTNER_RATE ?? 2);
 const MERCHANTS = Number(process.env.BENCH_MERCHANTS ?? 4);
 const NAMESPACE = 'default';
@@ -74,6 +75,8 @@ const LOCK_SAMPLE_SLACK_MS = 100;
 /** Long enough for the 30-second pending attempts and a refund after them. */
 const DRAIN_MS = 120_000;
 const SKUS_PER_SELLER = 5;
+/** A baseline busier than this leaves no room for the rollout's own process starts: said beside the figures. */
+const BUSY_WARNING = 0.75;
 
 const log = (line: string) => process.stdout.write(`${line}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -98,7 +101,9 @@ async function main(): Promise<void> {
   log(`Rolling ${from.label} (build ${from.buildId}) → ${to.label} (build ${to.buildId}) under load.`);
   const env = await startBenchEnvironment('upgrade', NAMESPACE, log);
   const logDir = mkdtempSync(join(tmpdir(), 'svc-bench-upgrade-logs-'));
-  const balancer = new Balancer();
+  // As a production balancer is set: out after 2 failed checks in a row (a draining API fails at
+  // once and serves 1 s more), and with none healthy, every backend not taken out (fail-open).
+  const balancer = new Balancer(200, { unhealthyAfter: 2, failOpen: true });
   try {
     const receiver = await startHttpsReceiver();
     env.onClose(() => receiver.close());
@@ -117,7 +122,7 @@ async function main(): Promise<void> {
       PARTNER_BULK_RATE_LIMIT: '1000000',
       TRUST_PROXY: '1',
       SHUTDOWN_DRAIN_MS: '1000',
-      LOG_LEVEL: 'warn',
+      LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
     };
     const command = (tree: ReleaseTree, entry: string, args: string[], app: string) =>
       runTreeCommand(tree, entry, args, { ...common, TEMPORAL_BUILD_ID: tree.buildId, PGAPPNAME: app });
@@ -201,7 +206,15 @@ async function main(): Promise<void> {
 
     enter('baseline');
     load.start();
+    const busy = machineBusy();
     await sleep(BASELINE_S * 1000);
+    const baselineBusy = busy.share();
+    log(
+      `  the machine was ${(baselineBusy * 100).toFixed(0)} % busy (${cpus().length} cores)` +
+        (baselineBusy > BUSY_WARNING
+          ? `: above ${BUSY_WARNING * 100} %, the rollout's own starts have no room (lower BENCH_RATE)`
+          : ''),
+    );
 
     const migrations: Array<{ phase: string; name: string; ms: number; attempts: number }> = [];
     /**
@@ -233,7 +246,14 @@ async function main(): Promise<void> {
 
     // 2. The new workers beside the old ones, then the new build made current.
     enter('new workers started');
-    const newWorkers = await Promise.all([start('worker', 'c', to), start('worker', 'd', to)]);
+    // One at a time, as a rolling deploy of two replicas surges (Kubernetes' default maxSurge, 25 %,
+    // rounds up to one): a worker's start takes a core for seconds, and this machine has two.
+    const newWorkers: ServiceProcess[] = [];
+    for (const letter of ['c', 'd']) {
+      const startedAt = Date.now();
+      newWorkers.push(await start('worker', letter, to));
+      log(`  worker-${letter} ready in ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
+    }
     await sleep(SETTLE_S * 1000);
     enter('promote');
     const promotedAtMs = Date.now();

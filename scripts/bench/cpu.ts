@@ -160,6 +160,25 @@ export async function databaseBackends(db: Db): Promise<number[]> {
   return (rows as Array<{ pid: number }>).map((r) => r.pid);
 }
 
+/** The share of the machine's CPU time (all cores) spent busy from now: `share()` reads it so far. */
+export function machineBusy(): { share(): number } {
+  const read = () => {
+    try {
+      const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+      return { busy: machineTicks(), all: fields.slice(0, 8).reduce((a, b) => a + b, 0) };
+    } catch {
+      return null;
+    }
+  };
+  const start = read();
+  return {
+    share() {
+      const now = read();
+      return start && now && now.all > start.all ? (now.busy - start.busy) / (now.all - start.all) : 0;
+    },
+  };
+}
+
 /**
  * Waits until the machine is quiet, at most `maxMs`: every core at least `idleShare` idle, on
  * average, for `holdMs` in a row (from /proc/stat, sampled every second), so that a phase measured

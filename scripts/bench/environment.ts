@@ -92,7 +92,11 @@ export async function startBenchEnvironment(
   opts: { temporalArgs?: readonly string[] } = {},
 ): Promise<BenchEnvironment> {
   const dir = mkdtempSync(join(tmpdir(), `svc-bench-${name}-`));
-  const steps: Array<() => Promise<unknown>> = [async () => rmSync(dir, { recursive: true, force: true })];
+  // BENCH_KEEP=1 keeps the folder (the Temporal server's log and SQLite file) for a post-mortem.
+  const keep = process.env.BENCH_KEEP === '1';
+  const steps: Array<() => Promise<unknown>> = [
+    async () => (keep ? log(`BENCH_KEEP=1: kept ${dir}`) : rmSync(dir, { recursive: true, force: true })),
+  ];
   let closing: Promise<void> | null = null;
   const close = () =>
     (closing ??= (async () => {
