@@ -160,20 +160,22 @@ export async function databaseBackends(db: Db): Promise<number[]> {
   return (rows as Array<{ pid: number }>).map((r) => r.pid);
 }
 
+/** The machine's busy and total CPU ticks so far, all cores (null: not Linux). */
+function machineTotals(): { busy: number; all: number } | null {
+  try {
+    const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+    return { busy: machineTicks(), all: fields.slice(0, 8).reduce((a, b) => a + b, 0) };
+  } catch {
+    return null;
+  }
+}
+
 /** The share of the machine's CPU time (all cores) spent busy from now: `share()` reads it so far. */
 export function machineBusy(): { share(): number } {
-  const read = () => {
-    try {
-      const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
-      return { busy: machineTicks(), all: fields.slice(0, 8).reduce((a, b) => a + b, 0) };
-    } catch {
-      return null;
-    }
-  };
-  const start = read();
+  const start = machineTotals();
   return {
     share() {
-      const now = read();
+      const now = machineTotals();
       return start && now && now.all > start.all ? (now.busy - start.busy) / (now.all - start.all) : 0;
     },
   };
@@ -190,19 +192,11 @@ export async function waitForQuietMachine(
 ): Promise<{ waitedMs: number; idle: number; quiet: boolean }> {
   const { idleShare = 0.85, holdMs = 5000, maxMs = 120_000 } = opts;
   const started = Date.now();
-  const total = () => {
-    try {
-      const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
-      return { busy: machineTicks(), all: fields.slice(0, 8).reduce((a, b) => a + b, 0) };
-    } catch {
-      return null;
-    }
-  };
   let quietSince: number | null = null;
   let idle = 0;
-  for (let before = total(); before;) {
+  for (let before = machineTotals(); before;) {
     await new Promise((resolve) => setTimeout(resolve, 1000));
-    const now = total()!;
+    const now = machineTotals()!;
     idle = now.all > before.all ? 1 - (now.busy - before.busy) / (now.all - before.all) : 1;
     before = now;
     quietSince = idle >= idleShare ? (quietSince ?? Date.now() - 1000) : null;

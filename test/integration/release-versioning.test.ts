@@ -93,6 +93,16 @@ async function ops(taskQueue: string, ...argv: string[]): Promise<any> {
   return doc;
 }
 
+/** What `release promote` prints when it makes build B current in place of build A. */
+const promotedAToB = (deployment: string) => ({
+  deployment,
+  build_id: BUILD_B,
+  previous_build_id: BUILD_A,
+  ramping_percentage: null,
+  changed: true,
+  message: `build ${BUILD_B} is now current (current before: build ${BUILD_A})`,
+});
+
 const buildIn = (status: ReleaseStatus, buildId: string | null) => status.builds.find((b) => b.build_id === buildId);
 
 /** Waits until `release status` says `buildId` is `verdict`; returns that status. */
@@ -253,14 +263,7 @@ describe('from build to build', () => {
       safe_to_stop: false,
     });
 
-    expect(await ops(q, 'release', 'promote', '--build-id', BUILD_B)).toEqual({
-      deployment: q,
-      build_id: BUILD_B,
-      previous_build_id: BUILD_A,
-      ramping_percentage: null,
-      changed: true,
-      message: `build ${BUILD_B} is now current (current before: build ${BUILD_A})`,
-    });
+    expect(await ops(q, 'release', 'promote', '--build-id', BUILD_B)).toEqual(promotedAToB(q));
     status = await ops(q, 'release', 'status');
     expect(status).toMatchObject({ current_build_id: BUILD_B, ramping: null });
     expect(status.builds.map((b: { build_id: string }) => b.build_id)).toEqual([BUILD_B, BUILD_A]);
@@ -375,14 +378,9 @@ describe('a promotion whose answer is lost', () => {
     );
     const { connection, lost } = await connectionLosingRoutingAnswers();
     try {
-      expect(await promoteBuild(connection, target, { buildId: BUILD_B, waitMs: 20_000, identity: 'test' })).toEqual({
-        deployment: q,
-        build_id: BUILD_B,
-        previous_build_id: BUILD_A,
-        ramping_percentage: null,
-        changed: true,
-        message: `build ${BUILD_B} is now current (current before: build ${BUILD_A})`,
-      });
+      expect(await promoteBuild(connection, target, { buildId: BUILD_B, waitMs: 20_000, identity: 'test' })).toEqual(
+        promotedAToB(q),
+      );
       expect(lost.count).toBe(1);
       expect((await describeDeployment(stack.env.nativeConnection, target))?.current).toBe(BUILD_B);
 
