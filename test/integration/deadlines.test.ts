@@ -343,7 +343,9 @@ describe('an API whose Temporal is unreachable', () => {
         );
         expectError(res, 503, 'service_unavailable');
         expect(res.headers.get('retry-after')).toBe('5');
-        expect(ms).toBeLessThan(CALL_TIMEOUT_MS + 500);
+        // Bounded by the deadline (with none the call would wait for ever), with the slack the
+        // session create above has: 500 ms was missed by 41 ms on a loaded machine.
+        expect(ms).toBeLessThan(CALL_TIMEOUT_MS + 1500);
         expect(await unavailableCount('public', 'temporal')).toBe(before + 1);
         // The decision was not kept, so the shopper can press again once Temporal answers.
         expect(await stack.db('payment_attempts').where({ id: attemptId }).first('decision')).toEqual({
