@@ -21,17 +21,34 @@ const CURSOR_LIST = 'console_deliveries';
 export const deliveryStates = ['delivered', 'pending', 'failed'] as const;
 export type DeliveryState = (typeof deliveryStates)[number];
 
-/** An attempt as delivered (2xx), pending (failed, a retry is due) or failed (no retry left). */
-export function deliveryState(d: Pick<DeliveryRow, 'status_code' | 'next_retry_at'>): DeliveryState {
+/** An attempt as the list shows it: its row, and whether a later attempt of its delivery was made. */
+export type ListedDelivery = DeliveryRow & { retried: boolean };
+
+/**
+ * An attempt as delivered (2xx), pending (failed, and its retry is still to come) or failed (no
+ * retry left, or the retry made: a later attempt of the same delivery exists).
+ */
+export function deliveryState(d: Pick<ListedDelivery, 'status_code' | 'next_retry_at' | 'retried'>): DeliveryState {
   if (d.status_code !== null && d.status_code >= 200 && d.status_code < 300) return 'delivered';
-  return d.next_retry_at ? 'pending' : 'failed';
+  return d.next_retry_at && !d.retried ? 'pending' : 'failed';
 }
 
-/** `deliveryState` as SQL, for the filters. */
+/**
+ * A later attempt of the row's delivery (same event, endpoint and generation), read on the primary
+ * key; bound to the list's own event-id range (two bindings) so that the planner prunes the
+ * other days and the other mode's as it does for the list.
+ */
+const RETRIED_SQL = `EXISTS (SELECT 1 FROM event_deliveries later
+  WHERE later.event_id = event_deliveries.event_id AND later.endpoint_id = event_deliveries.endpoint_id
+    AND later.generation = event_deliveries.generation AND later.attempt_no > event_deliveries.attempt_no
+    AND later.event_id >= ? AND later.event_id < ?)`;
+
+/** `deliveryState` as SQL, for the filters (pending and failed take RETRIED_SQL's two bindings). */
+const NOT_2XX = '(status_code IS NULL OR status_code NOT BETWEEN 200 AND 299)';
 const STATE_SQL: Record<DeliveryState, string> = {
   delivered: 'status_code BETWEEN 200 AND 299',
-  pending: '(status_code IS NULL OR status_code NOT BETWEEN 200 AND 299) AND next_retry_at IS NOT NULL',
-  failed: '(status_code IS NULL OR status_code NOT BETWEEN 200 AND 299) AND next_retry_at IS NULL',
+  pending: `${NOT_2XX} AND next_retry_at IS NOT NULL AND NOT ${RETRIED_SQL}`,
+  failed: `${NOT_2XX} AND (next_retry_at IS NULL OR ${RETRIED_SQL})`,
 };
 
 /** Where a page starts: after the attempt with this (created_at, event_id, generation, attempt_no). */
@@ -79,10 +96,14 @@ export function deliveriesQuery(
   // below `evt_test_`), from the retention's start on: the planner prunes the other partitions.
   const since = new Date(input.now.getTime() - RETENTION_MS);
   const prefix = input.mode === 'test' ? 'evt_test_' : 'evt_';
+  const ids = [
+    `${prefix}${base32(since.getTime() - 86_400_000, 10)}`,
+    input.mode === 'test' ? 'evt_test_~' : 'evt_test_',
+  ];
   const query = db('event_deliveries')
     .where({ endpoint_id: input.endpointId })
-    .where('event_id', '>=', `${prefix}${base32(since.getTime() - 86_400_000, 10)}`)
-    .where('event_id', '<', input.mode === 'test' ? 'evt_test_~' : 'evt_test_')
+    .where('event_id', '>=', ids[0])
+    .where('event_id', '<', ids[1])
     .where('created_at', '>=', since)
     .orderBy([
       { column: 'created_at', order: 'desc' },
@@ -103,8 +124,9 @@ export function deliveriesQuery(
       'duration_ms',
       'response_body',
       'created_at',
+      db.raw(`${RETRIED_SQL} AS retried`, ids),
     );
-  if (input.state) query.whereRaw(STATE_SQL[input.state]);
+  if (input.state) query.whereRaw(STATE_SQL[input.state], input.state === 'delivered' ? [] : ids);
   if (input.after) {
     const a = input.after;
     // The bound on the time alone is what the index range reads; the row comparison settles ties.
@@ -120,8 +142,8 @@ export function deliveriesQuery(
 export async function listDeliveries(
   db: Db,
   input: Parameters<typeof deliveriesQuery>[1],
-): Promise<{ rows: DeliveryRow[]; nextCursor: string | null }> {
-  const rows: DeliveryRow[] = await deliveriesQuery(db, input);
+): Promise<{ rows: ListedDelivery[]; nextCursor: string | null }> {
+  const rows: ListedDelivery[] = await deliveriesQuery(db, input);
   const page = rows.slice(0, DELIVERIES_PER_PAGE);
   return { rows: page, nextCursor: rows.length > DELIVERIES_PER_PAGE ? cursorOf(page[page.length - 1]) : null };
 }

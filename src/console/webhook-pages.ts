@@ -6,7 +6,6 @@ import { Html, html } from '../hosted/html';
 import { ApiError } from '../http/errors';
 import { iso } from '../lib/time';
 import type { MerchantScope } from '../webhooks/deps';
-import type { DeliveryRow } from '../webhooks/event-deliveries';
 import type { EndpointRow } from '../webhooks/endpoint-row';
 import { createEndpoint, getEndpoint, listEndpoints, rotateSecret, updateEndpoint } from '../webhooks/endpoints';
 import { redeliverEvent } from '../webhooks/redeliver';
@@ -14,7 +13,14 @@ import { replayWindow } from '../webhooks/replay-window';
 import { endpointIn, endpointPatch, replayIn } from '../webhooks/schemas';
 import { sendTestEvent } from '../webhooks/test-event';
 import { audit } from './audit';
-import { deliveryCursor, deliveryState, DeliveryState, deliveryStates, listDeliveries } from './delivery-list';
+import {
+  deliveryCursor,
+  deliveryState,
+  DeliveryState,
+  deliveryStates,
+  listDeliveries,
+  type ListedDelivery,
+} from './delivery-list';
 import { ConsoleDeps, forbidden, notFound, render, stateOf } from './context';
 import { csrfField, notice, scrollRegion } from './layout';
 import { ConsoleMessageKey, ct } from './messages';
@@ -174,7 +180,7 @@ export async function endpointPage(deps: ConsoleDeps, ctx: Context, opts: PageOp
   const base = `${WEBHOOKS}/${e.id}`;
   const asked = queryOf(ctx, 'state');
   const state = (deliveryStates as readonly string[]).includes(asked) ? (asked as DeliveryState) : undefined;
-  let deliveries: DeliveryRow[];
+  let deliveries: ListedDelivery[];
   let nextCursor: string | null;
   try {
     // The endpoint is the merchant's in this mode (read above); its id names its rows alone.

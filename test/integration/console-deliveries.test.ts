@@ -33,6 +33,8 @@ interface Attempt {
   next_retry_at: Date | null;
   created_at: Date;
 }
+/** The state the list shows for a seeded attempt: each is its delivery's only attempt (no later one). */
+const stateOf = (a: Attempt) => deliveryState({ ...a, retried: false });
 const keyOf = (a: Pick<Attempt, 'event_id' | 'generation' | 'attempt_no'>) =>
   `${a.event_id}-${a.generation}-${a.attempt_no}`;
 
@@ -128,7 +130,7 @@ describe('an endpoint’s deliveries, a page at a time', () => {
     const pages = await allPages(b, base);
     expect(pages.map((p) => p.rows.length)).toEqual([DELIVERIES_PER_PAGE, DELIVERIES_PER_PAGE, 23]);
     expect(pages.flatMap((p) => p.rows.map((r) => r.key))).toEqual(attempts.map(keyOf));
-    expect(pages.flatMap((p) => p.rows.map((r) => r.state))).toEqual(attempts.map(deliveryState));
+    expect(pages.flatMap((p) => p.rows.map((r) => r.state))).toEqual(attempts.map(stateOf));
     const text = (await b.get(base)).text;
     for (const t of theirs) expect(text).not.toContain(t.event_id);
     // A page past the first links back to the newest.
@@ -141,7 +143,7 @@ describe('an endpoint’s deliveries, a page at a time', () => {
     const b = await signedIn(await consoleUser(env.stack, { merchantId: m.merchantId }, 'developer'));
     const base = `${WEBHOOKS}/${endpoint.id}`;
     for (const state of ['delivered', 'pending', 'failed'] as const) {
-      const expected = attempts.filter((a) => deliveryState(a) === state).map(keyOf);
+      const expected = attempts.filter((a) => stateOf(a) === state).map(keyOf);
       const pages = await allPages(b, `${base}?state=${state}`);
       expect([state, pages.flatMap((p) => p.rows.map((r) => r.key))]).toEqual([state, expected]);
       expect(pages.every((p) => p.rows.every((r) => r.state === state))).toBe(true);
@@ -149,9 +151,38 @@ describe('an endpoint’s deliveries, a page at a time', () => {
       const page = await b.get(`${base}?state=${state}`);
       expect(page.text).toContain(`href="${base}?state=${state}" aria-current="page"`);
     }
-    expect(attempts.filter((a) => deliveryState(a) === 'failed').length).toBeGreaterThan(DELIVERIES_PER_PAGE);
+    expect(attempts.filter((a) => stateOf(a) === 'failed').length).toBeGreaterThan(DELIVERIES_PER_PAGE);
     // An unknown state shows all.
     expect(shown((await b.get(`${base}?state=nope`)).text).rows).toHaveLength(DELIVERIES_PER_PAGE);
+  });
+
+  it('shows an attempt whose retry was made as failed, only the latest attempt of a delivery as pending', async () => {
+    const { m, endpoint } = await merchantWithEndpoint();
+    const now = env.stack.clock().getTime();
+    const eventId = eventIdAt(now - 10 * 60_000);
+    // Attempt 1 failed and scheduled attempt 2, which was made and failed in turn: only attempt 2's retry is to come.
+    const attempt = (no: number, at: number) => ({
+      event_id: eventId,
+      endpoint_id: endpoint.id,
+      generation: 0,
+      attempt_no: no,
+      status_code: 503,
+      error: null,
+      next_retry_at: new Date(at + 60_000),
+      created_at: new Date(at),
+      delivered_at: new Date(at),
+      duration_ms: 12,
+      response_body: 'no',
+    });
+    await env.stack.db('event_deliveries').insert([attempt(1, now - 5 * 60_000), attempt(2, now - 4 * 60_000)]);
+    const b = await signedIn(await consoleUser(env.stack, { merchantId: m.merchantId }, 'viewer'));
+    const base = `${WEBHOOKS}/${endpoint.id}`;
+    expect(shown((await b.get(base)).text).rows).toEqual([
+      { state: 'pending', key: `${eventId}-0-2` },
+      { state: 'failed', key: `${eventId}-0-1` },
+    ]);
+    expect(shown((await b.get(`${base}?state=pending`)).text).rows.map((r) => r.key)).toEqual([`${eventId}-0-2`]);
+    expect(shown((await b.get(`${base}?state=failed`)).text).rows.map((r) => r.key)).toEqual([`${eventId}-0-1`]);
   });
 
   it('refuses a cursor it did not write (422), and shows nothing of another merchant’s endpoint (404)', async () => {
