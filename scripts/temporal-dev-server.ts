@@ -1,14 +1,15 @@
-import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { devServerSearchAttributeFlags } from '../src/temporal/search-attribute-setup';
-import { Child, startChild, waitFor } from './processes';
+import { Child, freePort, startChild, waitFor } from './processes';
 
 export interface TemporalDevServerOptions {
   /** The `temporal` CLI binary. */
   cli: string;
-  port: number;
-  uiPort: number;
+  /** The frontend's and the Web UI's ports; omitted: free ones, found again if the server loses one to another process. */
+  port?: number;
+  uiPort?: number;
   /** SQLite file that keeps workflows across restarts. */
   dbFile: string;
   namespace: string;
@@ -51,8 +52,42 @@ export const DRAINAGE_FLAGS = [
   'matching.wv.VersionDrainageStatusVisibilityGracePeriod="10s"',
 ];
 
-/** Starts `temporal server start-dev` on loopback and waits until the namespace and the Web UI answer. */
+/** Starts attempts at most, when the ports are picked here (a free port can be taken before the server binds it). */
+const PORT_TRIES = 3;
+
+/**
+ * Starts `temporal server start-dev` on loopback and waits until the namespace and the Web UI
+ * answer. With no ports given it picks free ones, and picks again when the server exits with
+ * "address already in use" (a parallel test's or bench's server took one first), up to 3 times.
+ */
 export async function startTemporalDevServer(options: TemporalDevServerOptions): Promise<TemporalDevServer> {
+  const pinned = options.port !== undefined && options.uiPort !== undefined;
+  for (let tries = 1; ; tries++) {
+    const logFrom = logSize(options.logFile);
+    try {
+      return await startOnce({
+        ...options,
+        port: options.port ?? (await freePort()),
+        uiPort: options.uiPort ?? (await freePort()),
+      });
+    } catch (err) {
+      const lostPort = readFileSync(options.logFile, 'utf8').slice(logFrom).includes('address already in use');
+      if (pinned || !lostPort || tries >= PORT_TRIES) throw err;
+    }
+  }
+}
+
+const logSize = (file: string) => {
+  try {
+    return statSync(file).size;
+  } catch {
+    return 0;
+  }
+};
+
+async function startOnce(
+  options: TemporalDevServerOptions & { port: number; uiPort: number },
+): Promise<TemporalDevServer> {
   mkdirSync(dirname(options.dbFile), { recursive: true });
   const log = openSync(options.logFile, 'a');
   const flags = {

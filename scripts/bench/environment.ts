@@ -194,18 +194,16 @@ async function startTemporal(
       },
     };
   }
-  const [port, uiPort] = [await freePort(), await freePort()];
-  log(`Starting temporal server start-dev on 127.0.0.1:${port} (SQLite in ${dir})...`);
+  log(`Starting temporal server start-dev (SQLite in ${dir})...`);
   const server = await startTemporalDevServer({
     cli: findTemporalCli(),
-    port,
-    uiPort,
     dbFile: join(dir, 'temporal.db'),
     namespace,
     logFile: join(dir, 'temporal.log'),
     timeoutMs: 120_000,
     extraArgs: opts.temporalArgs,
   });
+  log(`  on ${server.address}`);
   steps.push(() => stopAll());
   const pid = server.child.pid;
   return {

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,7 +27,6 @@ import { webhookRuntime } from '../../src/webhooks/runtime';
 import { createWorker } from '../../src/worker/create-worker';
 import { promoteIfFresh } from '../../src/worker/deployment';
 import { deploymentVersionOf } from '../../src/temporal/deployment';
-import { freePort } from '../../scripts/processes';
 import { startTemporalDevServer } from '../../scripts/temporal-dev-server';
 import { testResolver } from './https-receiver';
 import { RunEnv, runEnvFile } from './run-env';
@@ -340,34 +339,15 @@ export async function startTestDevServer(
     await createNamespace(run.temporalCliPath, address, namespace);
     return { address, namespace, stop: async () => undefined };
   }
-  let file = '';
-  const start = async () => {
-    file = join(tmpdir(), `svc-test-temporal-${process.pid}-${Date.now()}.db`);
-    const started = await startTemporalDevServer({
-      cli: run.temporalCliPath,
-      port: await freePort(),
-      uiPort: await freePort(),
-      dbFile: file,
-      namespace: 'default',
-      logFile: `${file}.log`,
-      timeoutMs: 120_000,
-      searchAttributes: options.searchAttributes,
-    });
-    return { server: started, dbFile: file };
-  };
-  // A port found free can be taken by a parallel suite's server before this one binds it (the
-  // server exits "address already in use"): new ports, up to three tries.
-  let attempt: Awaited<ReturnType<typeof start>> | undefined;
-  for (let tries = 1; !attempt; tries++) {
-    try {
-      attempt = await start();
-    } catch (err) {
-      const log = existsSync(`${file}.log`) ? readFileSync(`${file}.log`, 'utf8') : '';
-      if (tries >= 3 || !log.includes('address already in use')) throw err;
-      for (const leftover of [file, `${file}-wal`, `${file}-shm`, `${file}.log`]) rmSync(leftover, { force: true });
-    }
-  }
-  const { server, dbFile } = attempt;
+  const dbFile = join(tmpdir(), `svc-test-temporal-${process.pid}-${Date.now()}.db`);
+  const server = await startTemporalDevServer({
+    cli: run.temporalCliPath,
+    dbFile,
+    namespace: 'default',
+    logFile: `${dbFile}.log`,
+    timeoutMs: 120_000,
+    searchAttributes: options.searchAttributes,
+  });
   return {
     address: server.address,
     namespace: 'default',
