@@ -166,6 +166,12 @@ function isTransient(err: unknown): boolean {
 const changedMessage = (buildId: string, rampPercent: number | undefined, previous: string | null) =>
   `build ${buildId} ${rampPercent === undefined ? 'is now current' : `now ramps at ${rampPercent}%`} (current before: ${previousName(previous)})`;
 
+/** The deployment routes as the promotion asks: the build current, or ramping at the asked share. */
+const routedAsAsked = (state: DeploymentState | null, { buildId, rampPercent }: PromoteOptions) =>
+  rampPercent === undefined
+    ? state?.current === buildId
+    : state?.ramping?.buildId === buildId && state.ramping.percentage === rampPercent;
+
 /**
  * One read of the deployment and its pollers, and the routing change when they allow it. With
  * `sentBefore`, a change this promotion sent earlier may have landed since: a conflict is then
@@ -182,18 +188,15 @@ async function promoteStep(
     throw temporalRefusal(err, 'describing the deployment');
   });
   const current = state?.current ?? null;
-  if (rampPercent === undefined && current === buildId) {
-    return { done: 'landed', current, message: `build ${buildId} is current already` };
-  }
   if (rampPercent !== undefined && current === buildId) {
     throw new OpsError('already_current', `build ${buildId} is current already; there is nothing to ramp`);
   }
-  if (rampPercent !== undefined && state?.ramping?.buildId === buildId && state.ramping.percentage === rampPercent) {
-    return {
-      done: 'landed',
-      current,
-      message: `build ${buildId} ramps at ${rampPercent}% already (current: ${previousName(current)})`,
-    };
+  if (routedAsAsked(state, options)) {
+    const message =
+      rampPercent === undefined
+        ? `build ${buildId} is current already`
+        : `build ${buildId} ramps at ${rampPercent}% already (current: ${previousName(current)})`;
+    return { done: 'landed', current, message };
   }
   const wanted = await queuesToServe(connection, target, current);
   const pollers = await pollersOn(connection, target.namespace, wanted, new Date()).catch((err: unknown) => {
@@ -211,11 +214,7 @@ async function promoteStep(
       if (sentBefore && err instanceof OpsError && err.code === 'deployment_changed') {
         // Likely this promotion's own earlier change, landed late: the next read tells.
         const now = await describeDeployment(connection, target).catch(() => null);
-        const routed =
-          rampPercent === undefined
-            ? now?.current === buildId
-            : now?.ramping?.buildId === buildId && now.ramping.percentage === rampPercent;
-        if (routed) return { done: 'landed', current: now?.current ?? null, message: '' };
+        if (routedAsAsked(now, options)) return { done: 'landed', current: now?.current ?? null, message: '' };
       }
       throw err;
     }
