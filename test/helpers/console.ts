@@ -6,19 +6,16 @@ import { totpCode } from '../../src/console/totp';
 import { webhookRuntime } from '../../src/webhooks/runtime';
 import type { Stack } from './stack';
 
-let counter = 0;
-
 /** A console user made directly (as `ops demo` does), with a known password and TOTP secret. */
 export async function consoleUser(
   stack: Stack,
   tenant: { sellerId: string } | { merchantId: string },
   role: ConsoleRole,
 ) {
-  // Emails are unique across the whole database, and jest's workers share it: a counter per
-  // worker is not enough.
-  const email = `user-${randomUUID()}@console.example.com`;
-  ++counter;
-  const password = `correct horse ${counter} battery`;
+  // Unique across the whole database, which jest's workers share (a counter per worker is not).
+  const id = randomUUID();
+  const email = `user-${id}@console.example.com`;
+  const password = `correct horse ${id.slice(0, 8)} battery`;
   const { user, totpSecret } = await createDemoUser(stack.db, webhookRuntime(stack.settings).cipher, {
     ...tenant,
     email,
