@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -163,7 +163,7 @@ interface LoadResult {
   wallS: number;
   arrivalsS: number;
   cpu: Array<[string, number]>;
-  /** The cluster's state transitions during the load (undefined on the dev server). */
+  /** The Temporal server's state transitions during the load. */
   transitions: number | undefined;
 }
 
@@ -416,7 +416,17 @@ async function main(): Promise<void> {
     log(`Warming up: 20 journeys at 2/s...`);
     await runLoad(2, 10, DRAIN_S);
     log(`Running journeys at ${RATE}/s for ${DURATION_S} s (open loop; "paid" heard by ${PAID_BY})...`);
+    const steadyStartUs = Number(process.hrtime.bigint() / 1000n); // the CPU profiles' clock (monotonic, µs)
     const steady = await runLoad(RATE, DURATION_S, DRAIN_S);
+    if (process.env.BENCH_CPU_PROF_DIR) {
+      const window = {
+        startUs: steadyStartUs,
+        endUs: Number(process.hrtime.bigint() / 1000n),
+        count: steady.completed,
+      };
+      mkdirSync(process.env.BENCH_CPU_PROF_DIR, { recursive: true });
+      writeFileSync(join(process.env.BENCH_CPU_PROF_DIR, 'window.json'), JSON.stringify(window));
+    }
 
     // The saturation search: the highest offered rate whose "press -> paid" p95 stays under 1 s.
     const steps: Array<{ rate: number; p95: number; done: string; pass: boolean }> = [];

@@ -13,8 +13,8 @@ import { createPartnerKey } from '../src/ops/partner-keys';
 import { createSeller } from '../src/ops/sellers';
 import { encodeProductsCursor } from '../src/partner/params';
 import { BULK_INVENTORY_ROWS, BULK_PRODUCT_ROWS } from '../src/partner/schemas';
-import { waitForQuietMachine } from './bench/cpu';
-import { startBenchEnvironment } from './bench/environment';
+import { type CpuGroups, databaseBackends, meterCpu, waitForQuietMachine } from './bench/cpu';
+import { startBenchEnvironment, temporalCpuGroups } from './bench/environment';
 import { benchHttpClient } from './bench/http-client';
 import { percentile, table } from './bench/measure';
 import { explainStatements, type RoutePlans, slowestPlanLines, startPlanRecorder } from './bench/plans';
@@ -86,7 +86,15 @@ async function main(): Promise<void> {
       PARTNER_BULK_RATE_LIMIT: '1000000',
       TRUST_PROXY: '1',
     };
-    await startWorkerAndApi(env, 'scale', serviceEnv, baseUrl, log);
+    const { worker, api } = await startWorkerAndApi(env, 'scale', serviceEnv, baseUrl, log);
+    // Who spent the CPU while the routes were measured: a route slower on the loaded database with
+    // the same time in Postgres was slowed by something else (the worker, the host).
+    const cpuGroups: CpuGroups = {
+      API: async () => [api.pid!],
+      worker: async () => [worker.pid!],
+      'Postgres (bench database backends)': () => databaseBackends(db),
+      ...temporalCpuGroups(env.temporal),
+    };
     // The same routes through an in-process app on the same settings, whose statements are recorded
     // and planned (EXPLAIN ANALYZE) after each measurement: where a route's time goes in Postgres.
     const recorder = await startPlanRecorder(env, serviceEnv);
@@ -336,6 +344,8 @@ async function main(): Promise<void> {
     ];
 
     const measureAll = async () => {
+      const meter = await meterCpu(cpuGroups, 'this script (client)', 'other processes on the machine');
+      const wallStarted = performance.now();
       const out = new Map<string, number[]>();
       for (const route of routes) {
         const iterations = route.iterations ?? ITERATIONS;
@@ -348,7 +358,7 @@ async function main(): Promise<void> {
         }
         out.set(route.name, times);
       }
-      return out;
+      return { times: out, cpu: await meter.stop(), wallS: (performance.now() - wallStarted) / 1000 };
     };
     /** Each route once more through the recorder's app, its statements planned. */
     const planAll = async () => {
@@ -368,7 +378,8 @@ async function main(): Promise<void> {
 
     let started = performance.now();
     log(`Measuring on the empty database (${WARMUP} warm-up + ${ITERATIONS} runs per route)...`);
-    const empty = await measureAll();
+    const emptyRun = await measureAll();
+    const empty = emptyRun.times;
     const emptyPlans = await planAll();
     log(`  in ${secs(started)}`);
 
@@ -403,7 +414,8 @@ async function main(): Promise<void> {
 
     started = performance.now();
     log('Measuring on the loaded database...');
-    const loaded = await measureAll();
+    const loadedRun = await measureAll();
+    const loaded = loadedRun.times;
     const loadedPlans = await planAll();
     log(`  in ${secs(started)}`);
 
@@ -451,6 +463,21 @@ async function main(): Promise<void> {
             `${f(l.totalMs)} / ${f(percentile(loaded.get(r.name)!, 50))} ms`,
           ];
         }),
+      ]),
+    );
+    log('\nCPU while the routes were measured (each phase its own wall time; cores busy = CPU s ÷ wall s):');
+    const loadedCpu = new Map(loadedRun.cpu);
+    log(
+      table([
+        ['process', 'empty: CPU s', 'cores busy', 'loaded: CPU s', 'cores busy'],
+        ...emptyRun.cpu.map(([name, seconds]) => [
+          name,
+          seconds.toFixed(1),
+          (seconds / emptyRun.wallS).toFixed(2),
+          (loadedCpu.get(name) ?? 0).toFixed(1),
+          ((loadedCpu.get(name) ?? 0) / loadedRun.wallS).toFixed(2),
+        ]),
+        ['wall', `${emptyRun.wallS.toFixed(1)} s`, '', `${loadedRun.wallS.toFixed(1)} s`, ''],
       ]),
     );
     const missed = routes.filter(

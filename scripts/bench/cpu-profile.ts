@@ -7,6 +7,11 @@ import { join } from 'node:path';
  * worker write (every thread: main and workflow threads), keeps only the samples inside the measured
  * burst (window.json, the same monotonic clock), and prints self-time per delivery by package and by
  * function, telemetry on against off, largest difference first.
+ *
+ * `tsx scripts/bench/cpu-profile.ts --whole <dir> [top]`: the profiles that `BENCH_CPU_PROF_DIR=<dir>`
+ * had a bench's worker and API write (`<dir>/<bench>-worker`, `<dir>/<bench>-api`), each process's
+ * self time by package and by function, per item of the window in `<dir>/window.json` when there is
+ * one (bench:journey writes its steady load's: per journey), else over the whole profile.
  */
 
 interface ProfileNode {
@@ -25,6 +30,8 @@ interface Window {
   deliveries: number;
   cpuSec: number;
 }
+/** `--whole`'s window: the items (journeys) it carried, no worker CPU metered. */
+type ItemWindow = Pick<Window, 'startUs' | 'endUs'> & { count: number };
 
 /** The package (or our source folder, or a V8 pseudo-frame) a frame belongs to. */
 function packageOf(url: string, name: string): string {
@@ -60,7 +67,34 @@ function selfTimes(profile: Profile, window: Window, byFn: Map<string, number>, 
   return total;
 }
 
+/** `--whole`: each process folder's profiles, self time per item of the window (or in all). */
+function whole(dir: string, top: number): void {
+  const windowFile = join(dir, 'window.json');
+  const window: ItemWindow = existsSync(windowFile)
+    ? JSON.parse(readFileSync(windowFile, 'utf8'))
+    : { startUs: -Infinity, endUs: Infinity, count: 1 };
+  const unit = existsSync(windowFile) ? `µs per item (${window.count} in the window)` : 'µs in all';
+  for (const proc of readdirSync(dir).filter((f) => !f.endsWith('.json'))) {
+    const fn = new Map<string, number>();
+    const pkg = new Map<string, number>();
+    let sampled = 0;
+    for (const file of readdirSync(join(dir, proc)).filter((f) => f.endsWith('.cpuprofile'))) {
+      const profile = JSON.parse(readFileSync(join(dir, proc, file), 'utf8')) as Profile;
+      sampled += selfTimes(profile, { ...window, deliveries: 0, cpuSec: 0 }, fn, pkg);
+    }
+    const rows = (m: Map<string, number>) =>
+      [...m]
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, top)
+        .map(([k, us]) => `${(us / window.count).toFixed(0).padStart(8)}  ${k}`)
+        .join('\n');
+    process.stdout.write(`\n${proc}: JS threads sampled ${(sampled / window.count).toFixed(0)} ${unit}\n`);
+    process.stdout.write(`By package\n${rows(pkg)}\nBy function\n${rows(fn)}\n`);
+  }
+}
+
 function main(): void {
+  if (process.argv[2] === '--whole') return whole(process.argv[3], Number(process.argv[4] ?? 30));
   const [dir, topArg] = process.argv.slice(2);
   const top = Number(topArg ?? 40);
   const sides = {

@@ -99,23 +99,30 @@ export class CpuMeter {
 /** Process groups to meter: each name's pids (the roots of its trees) when sampled. */
 export type CpuGroups = Record<string, () => Promise<number[]>>;
 
-/** The CPU time every process of the machine has spent (user, nice, system, irq, softirq, steal), from /proc/stat. */
-function machineTicks(): number {
+/**
+ * From /proc/stat: the CPU time every process of the machine has spent (user, nice, system, irq,
+ * softirq) and what the host took from this machine's virtual CPUs meanwhile (steal).
+ */
+function machineTicks(): { spent: number; steal: number } {
   try {
     const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
     const [user, nice, system, , , irq, softirq, steal] = fields;
-    return user + nice + system + irq + softirq + (steal ?? 0);
+    return { spent: user + nice + system + irq + softirq, steal: steal ?? 0 };
   } catch {
-    return 0; // not Linux
+    return { spent: 0, steal: 0 }; // not Linux
   }
 }
+
+/** What `meterCpu` names the host's share (steal) when it meters the other processes. */
+export const STOLEN = 'taken by the host (steal)';
 
 /**
  * Meters the CPU time of each group from now, sampling every second, plus this process's own
  * (`self`, when named) less what the sampling itself cost, so that a bench's figure for the code
  * it runs in-process does not carry its meter, plus (`others`, when named) what every other process
- * of the machine spent meanwhile, so that a run on a busy machine says so; `stop()` returns seconds
- * per group, in the order given, then self's, then the others'.
+ * of the machine spent meanwhile and what the host took (`STOLEN`, steal: on a shared host the
+ * machine was slower by that much), so that a run on a busy machine says so; `stop()` returns
+ * seconds per group, in the order given, then self's, then the others' and the host's.
  */
 export async function meterCpu(
   groups: CpuGroups,
@@ -141,14 +148,18 @@ export async function meterCpu(
     async stop() {
       clearInterval(timer);
       await sample();
-      const machine = (machineTicks() - machineBefore) / TICKS_PER_SECOND;
+      const after = machineTicks();
+      const machine = (after.spent - machineBefore.spent) / TICKS_PER_SECOND;
       const own = process.cpuUsage(before);
       const ownSeconds = (own.user + own.system) / 1e6;
       const split: Array<[string, number]> = meters.map(({ name, meter }) => [name, meter.seconds()]);
       const metered = split.reduce((sum, [, seconds]) => sum + seconds, 0);
       if (self) split.push([self, Math.max(0, ownSeconds - samplingMicros / 1e6)]);
       // This process's own time (its sampling included) is the bench's, not another process's.
-      if (others) split.push([others, Math.max(0, machine - metered - ownSeconds)]);
+      if (others) {
+        split.push([others, Math.max(0, machine - metered - ownSeconds)]);
+        split.push([STOLEN, (after.steal - machineBefore.steal) / TICKS_PER_SECOND]);
+      }
       return split;
     },
   };
@@ -164,7 +175,8 @@ export async function databaseBackends(db: Db): Promise<number[]> {
 function machineTotals(): { busy: number; all: number } | null {
   try {
     const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
-    return { busy: machineTicks(), all: fields.slice(0, 8).reduce((a, b) => a + b, 0) };
+    const { spent, steal } = machineTicks();
+    return { busy: spent + steal, all: fields.slice(0, 8).reduce((a, b) => a + b, 0) };
   } catch {
     return null;
   }

@@ -27,9 +27,9 @@ export interface BenchTemporal {
   pids(): number[];
   /** The cluster's Postgres backends (its two databases), for CPU accounting; the dev server has none. */
   postgresBackends?: () => Promise<number[]>;
-  /** The cluster's history shards. */
+  /** Its history shards (the dev server has one). */
   historyShards?: number;
-  /** The cluster's mutable-state writes so far, summed over its history nodes (`state_transition_count_count`). */
+  /** Its mutable-state writes so far, summed over its history processes (`state_transition_count_count`). */
   stateTransitions?: () => Promise<number>;
 }
 
@@ -182,33 +182,35 @@ async function startTemporal(
         historyShards: state.historyShards,
         stateTransitions: async () => {
           let total = 0;
-          for (const p of history) {
-            const text = await (
-              await fetch(`http://127.0.0.1:${p.ports.metrics}/metrics`, { signal: AbortSignal.timeout(5000) })
-            ).text();
-            for (const line of text.split('\n'))
-              if (line.startsWith('state_transition_count_count')) total += Number(line.split(' ').pop());
-          }
+          for (const p of history) total += await stateTransitionsAt(p.ports.metrics);
           return total;
         },
       },
     };
   }
   log(`Starting temporal server start-dev (SQLite in ${dir})...`);
+  // Its metrics (state transitions, as the cluster's) on a port of their own.
+  const metricsPort = await freePort();
   const server = await startTemporalDevServer({
     cli: findTemporalCli(),
     dbFile: join(dir, 'temporal.db'),
     namespace,
     logFile: join(dir, 'temporal.log'),
     timeoutMs: 120_000,
-    extraArgs: opts.temporalArgs,
+    extraArgs: ['--metrics-port', String(metricsPort), ...(opts.temporalArgs ?? [])],
   });
   log(`  on ${server.address}`);
   steps.push(() => stopAll());
   const pid = server.child.pid;
   return {
     address: server.address,
-    temporal: { kind: 'dev server', label: 'Temporal dev server', pids: () => (pid ? [pid] : []) },
+    temporal: {
+      kind: 'dev server',
+      label: 'Temporal dev server',
+      pids: () => (pid ? [pid] : []),
+      historyShards: 1, // the dev server's default
+      stateTransitions: () => stateTransitionsAt(metricsPort),
+    },
   };
 }
 
@@ -239,9 +241,18 @@ export async function connectStack(
   return { appDb, workerDb, nativeConnection, temporal: new TemporalClient({ connection, namespace }) };
 }
 
+/** The mutable-state writes a Temporal process has counted (`state_transition_count_count`) from its metrics on `port`. */
+async function stateTransitionsAt(port: number): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(5000) })).text();
+  let total = 0;
+  for (const line of text.split('\n'))
+    if (line.startsWith('state_transition_count_count')) total += Number(line.split(' ').pop());
+  return total;
+}
+
 /**
- * Counts the cluster's state transitions from now: `stop()` returns how many happened (undefined on
- * the dev server, which exports no such count).
+ * Counts the Temporal server's state transitions from now: `stop()` returns how many happened
+ * (undefined when it exports no such count).
  */
 export async function meterTransitions(temporal: BenchTemporal): Promise<{ stop(): Promise<number | undefined> }> {
   const read = temporal.stateTransitions;
@@ -249,7 +260,7 @@ export async function meterTransitions(temporal: BenchTemporal): Promise<{ stop(
   return { stop: async () => (read ? (await read()) - before : undefined) };
 }
 
-/** One line on the cluster's state transitions per operation and per shard-second; '' on the dev server. */
+/** One line on the server's state transitions per operation and per shard-second; '' when not counted. */
 export function transitionsLine(
   temporal: BenchTemporal,
   what: string,

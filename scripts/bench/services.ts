@@ -75,8 +75,12 @@ export async function startWorkerAndApi(
   const logs = mkdtempSync(join(tmpdir(), `svc-bench-${name}-logs-`));
   bench.onClose(async () => rmSync(logs, { recursive: true, force: true }));
   log(`Starting the worker and the API as child processes (logs in ${logs})...`);
-  const worker = startTsChild('worker', 'src/main/worker.ts', env, join(logs, 'worker.log'));
-  const api = startTsChild('API', 'src/main/api.ts', env, join(logs, 'api.log'));
+  // BENCH_CPU_PROF_DIR: each writes V8 CPU profiles there when it exits (`scripts/bench/cpu-profile.ts --whole` reads them).
+  const profDir = process.env.BENCH_CPU_PROF_DIR;
+  const profArgs = (who: string) =>
+    profDir ? ['--cpu-prof', `--cpu-prof-dir=${join(profDir, `${name}-${who}`)}`] : [];
+  const worker = startTsChild('worker', 'src/main/worker.ts', env, join(logs, 'worker.log'), [], profArgs('worker'));
+  const api = startTsChild('API', 'src/main/api.ts', env, join(logs, 'api.log'), [], profArgs('api'));
   await waitFor(
     `the API at ${baseUrl}`,
     async () => (await fetch(`${baseUrl}/partner/v1/health`, { signal: AbortSignal.timeout(2000) })).status === 200,
