@@ -37,10 +37,24 @@ import { startWatching, stopWatching } from '../src/webhooks/watches';
 /** How long one `deliverDue` keeps taking newly due rows before it reports back to its workflow. */
 const DELIVER_DUE_BUDGET_MS = 2000;
 /**
+ * While its endpoint keeps getting events, a `deliverDue` keeps watching (and taking them) until
+ * this long after the last delivery it recorded, up to `WATCH_MAX_MS` in all: an endpoint with an event
+ * every few seconds costs one activity per half minute, not a wake signal, two workflow tasks and
+ * an activity per event. Granted only while at most `LONG_WATCH_SHARE` of the worker's delivery
+ * slots are taken, so that an endpoint whose activity waits for a slot still finds one within a
+ * budget's time; never after a failed attempt (its workflow's failure clock sees it at once).
+ */
+const WATCH_IDLE_MS = 10_000;
+/** Within the workflow's 1-minute start-to-close: the watch, a 10-second POST in flight, its recording. */
+const WATCH_MAX_MS = 30_000;
+const LONG_WATCH_SHARE = 0.75;
+/**
  * How long its watch is recorded for (src/webhooks/watches.ts): the budget and the recording of
- * the POSTs in flight; it ends earlier when the activity does, and lapses by itself if it dies.
+ * the POSTs in flight (the whole `WATCH_MAX_MS` once the watch is extended); it ends earlier when
+ * the activity does, and lapses by itself if it dies.
  */
 const WATCH_LEASE_MS = DELIVER_DUE_BUDGET_MS + 2000;
+const LONG_WATCH_LEASE_MS = WATCH_MAX_MS + 2000;
 /** A recording pass waits up to this long for more POSTs to finish, unless this many wait or none is in flight. */
 const RECORD_GATHER_MS = 10;
 const RECORD_GATHER_ROWS = 50;
@@ -79,11 +93,20 @@ export interface DeliveryActivityDeps {
    * the POSTs in flight and returns (its workflow runs the next one on another worker).
    */
   stopping?: AbortSignal;
+  /**
+   * The worker's delivery activity slots (`WEBHOOK_ACTIVITY_SLOTS`): with them and `queueNotices`,
+   * a busy endpoint's `deliverDue` keeps watching past its budget while slots are spare (`WATCH_IDLE_MS`).
+   */
+  activitySlots?: number;
 }
 
 /** Webhook delivery activities: each records what it did, so a retry returns the recorded result. */
-export function createDeliveryActivities({ db, clock, webhooks, queueNotices, stopping }: DeliveryActivityDeps) {
+export function createDeliveryActivities(deps: DeliveryActivityDeps) {
+  const { db, clock, webhooks, queueNotices, stopping, activitySlots } = deps;
   const agent = deliveryAgent(webhooks.extraCa);
+  /** `deliverDue` activities running in this process (each holds one of the worker's `slots`). */
+  let delivering = 0;
+  const longWatchRoom = () => activitySlots !== undefined && delivering <= Math.floor(activitySlots * LONG_WATCH_SHARE);
 
   /** The secrets that sign now: the current one, and the previous one within 24 hours of a rotation. */
   function signingSecrets(endpoint: EndpointRow): string[] {
@@ -195,8 +218,9 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices, st
 
   return {
     /**
-     * The endpoint's due deliveries from the Postgres queue, for about 2 seconds (or until the worker
-     * stops: then it claims nothing more, and finishes and records what it sent), with up to
+     * The endpoint's due deliveries from the Postgres queue, for about 2 seconds, or up to 30 while
+     * its endpoint keeps getting events and the worker has slots to spare (`WATCH_IDLE_MS`), or until
+     * the worker stops (then it claims nothing more, and finishes and records what it sent), with up to
      * `limit` POSTs in flight all along (`max_in_flight` when that is lower): claims due rows for
      * `batch` as of `nowMs` (workflow time, moved on by the time spent here) as slots free up,
      * sends each at once, and records finished attempts, moving their rows on in the same
@@ -209,7 +233,10 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices, st
     async deliverDue(input: { endpointId: string; batch: string; nowMs: number; limit: number }): Promise<DueResult> {
       const { endpointId, batch, limit } = input;
       const started = Date.now();
-      const left = () => DELIVER_DUE_BUDGET_MS - (Date.now() - started);
+      /** Until when it takes new rows: the budget, moved on while the endpoint keeps getting events. */
+      let endsAtMs = started + DELIVER_DUE_BUDGET_MS;
+      let longLease = false;
+      const left = () => endsAtMs - Date.now();
       // Workflow time (ahead of the wall clock where tests skip time), never behind the wall clock:
       // rows the dispatcher queues are due at their commit.
       const at = () => Math.max(input.nowMs + (Date.now() - started), Date.now());
@@ -248,6 +275,17 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices, st
         loadEndpoint(endpointId),
         watch ? startWatching(db, endpointId, WATCH_LEASE_MS) : undefined,
       ]);
+      /** When `endpoint` was read: a watch longer than the budget reads it again before claiming. */
+      let endpointAtMs = Date.now();
+      /** Deliveries just recorded: keeps watching `WATCH_IDLE_MS` more (within `WATCH_MAX_MS`) if it may. */
+      const keepWatching = async () => {
+        const untilMs = Math.min(started + WATCH_MAX_MS, Date.now() + WATCH_IDLE_MS);
+        if (!watch || totals.failed > 0 || untilMs <= endsAtMs || !longWatchRoom()) return;
+        endsAtMs = untilMs;
+        if (longLease) return;
+        longLease = true; // once: the watch is recorded to the longest it can last
+        await startWatching(db, endpointId, started + LONG_WATCH_LEASE_MS - Date.now());
+      };
       const track = (p: Promise<void>) => {
         const tracked = p.catch((err: unknown) => {
           failure ??= err;
@@ -294,8 +332,10 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices, st
             totals.attempted++;
             totals[result.outcome]++;
           }
+          if (done.some(({ result }) => result.outcome === 'delivered')) await keepWatching();
           // The endpoint as recording left it: a disable, a deletion or a new URL shows at once.
           endpoint = after;
+          endpointAtMs = Date.now();
           rang();
         }
       };
@@ -347,8 +387,15 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices, st
         hand(attempts.filter((a) => !handed.has(a))); // refused: nothing was sent
       };
 
+      delivering++;
       try {
         while (endpoint && failure === undefined && left() > 0 && !stopping?.aborted) {
+          if (Date.now() - endpointAtMs > DELIVER_DUE_BUDGET_MS) {
+            // Watching past the budget: a deletion, a disable or a new URL meanwhile shows here.
+            endpoint = await loadEndpoint(endpointId);
+            endpointAtMs = Date.now();
+            continue;
+          }
           const slots = Math.min(limit, endpoint.max_in_flight);
           // Claims are batched: with POSTs in flight, wait until half the slots are free (each
           // claim walks the queue's due index, which churns with every claim and delivery); and
@@ -389,6 +436,7 @@ export function createDeliveryActivities({ db, clock, webhooks, queueNotices, st
         }
         while (rounds.size > 0) await Promise.all(rounds);
       } finally {
+        delivering--;
         // Before the queue is read below: a row the dispatcher queued without a wake is seen there.
         if (watch) await stopWatching(db, endpointId).catch((err: unknown) => void (failure ??= err));
         watch?.close();

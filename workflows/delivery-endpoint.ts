@@ -76,7 +76,7 @@ export async function endpointDeliveryWorkflow(input: EndpointDeliveryInput): Pr
   const activities = (summary: string) =>
     proxyActivities<DeliveryActivities>({
       taskQueue: webhookActivityQueue(info.taskQueue),
-      // A batch of 10-second POSTs, two short transactions per round, about 2 seconds of rounds.
+      // A batch of 10-second POSTs, two short transactions per round, 2 to 30 seconds of rounds.
       startToCloseTimeout: '1 minute',
       retry: { maximumInterval: '1 minute' },
       summary,

@@ -102,7 +102,7 @@ export async function createWorker(deps: WorkerDeps): Promise<Worker> {
     connection: deps.connection,
     namespace: deps.namespace,
     taskQueue: webhookActivityQueue(deps.taskQueue),
-    activities: createDeliveryActivities(activityDeps),
+    activities: createDeliveryActivities({ ...activityDeps, activitySlots: webhookSlots }),
     maxConcurrentActivityTaskExecutions: webhookSlots,
     ...workerStopOptions(settings),
     interceptors: activityInterceptors,

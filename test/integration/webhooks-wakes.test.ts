@@ -60,12 +60,13 @@ test('a watched endpoint gets its new rows without a wake signal; an unwatched o
   await env.receiver.waitFor(2, path);
   expect(eventIdsAt(path)).toEqual([a, b]);
 
-  // The activity ends its watch (its 2-second budget) and returns: the next event wakes the workflow.
+  // The activity ends its watch (10 s after its last delivery: WATCH_IDLE_MS) and returns:
+  // the next event wakes the workflow.
   await until(
     () => watching(endpoint.id),
     (row) => row === undefined,
     'the watch ended',
-    10_000,
+    25_000,
   );
   await sleep(200);
   const [sentAfter, skippedAfter] = [await wakes('sent'), await wakes('skipped')];
@@ -79,4 +80,26 @@ test('a watched endpoint gets its new rows without a wake signal; an unwatched o
   expect(await wakes('skipped')).toBe(skippedAfter);
   await env.receiver.waitFor(3, path);
   expect(eventIdsAt(path)).toEqual([a, b, c]);
+});
+
+test('an endpoint that keeps getting events keeps its watch past the 2-second budget: no wake, one activity', async () => {
+  const m = await webhookMerchant();
+  const path = `/busy-${randomString(8)}`;
+  const endpoint = await createEndpoint(m.secretKey, env.receiver.url(path));
+  const a = await sendTest(m.secretKey, endpoint.id);
+  await env.receiver.waitFor(1, path);
+  const [sent, skipped] = [await wakes('sent'), await wakes('skipped')];
+  const started = Date.now();
+  // Events 3 s apart: each past the budget of the activity that took the one before.
+  const later: string[] = [];
+  for (let i = 0; i < 2; i++) {
+    await sleep(3000);
+    expect(await watching(endpoint.id)).toBeDefined();
+    later.push(await sendTest(m.secretKey, endpoint.id));
+    await env.receiver.waitFor(2 + i, path);
+  }
+  expect(Date.now() - started).toBeGreaterThan(6000);
+  expect(await wakes('sent')).toBe(sent);
+  expect(await wakes('skipped')).toBe(skipped + 2);
+  expect(eventIdsAt(path)).toEqual([a, ...later]);
 });
