@@ -1,4 +1,6 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Client as PgClient } from 'pg';
 import { createJanitorActivities } from '../activities/janitor';
@@ -40,6 +42,9 @@ import { benchServiceEnv, startWorkerAndApi } from './bench/services';
  * missed (p95 ratio ≤ 1.2 for reads and lists, ≤ 1.3 for session create and the journey, ≤ 1.5
  * for the bulk writes; the sweep ≤ 1 s with no statement or wait over 100 ms; ≤ 1 KB per event).
  * Uses DATABASE_URL's server (a database `svc_bench_<ts>`, dropped at the end), or an embedded one.
+ * It prints each process's CPU in both phases; BENCH_CPU_PROF_DIR has the API and the worker write
+ * CPU profiles, with each phase's window (`tsx scripts/bench/cpu-profile.ts --whole <dir> 30
+ * window-loaded.json`: self time per route run).
  */
 
 const SCALE = Number(process.env.SCALE ?? 1);
@@ -343,13 +348,32 @@ async function main(): Promise<void> {
       { name: 'attempt journey (create → paid)', kind: 'create', run: journey, iterations: JOURNEYS },
     ];
 
-    const measureAll = async () => {
+    // The API's heap and garbage collection (its own metrics): a process that grows collects longer.
+    const apiMemory = async () => {
+      const text = await (
+        await fetch(`http://127.0.0.1:${serviceEnv.METRICS_PORT}/metrics`, { signal: AbortSignal.timeout(5000) })
+      ).text();
+      const sum = (name: string) =>
+        text
+          .split('\n')
+          .filter((line) => line.startsWith(name))
+          .reduce((n, line) => n + Number(line.split(' ').pop()), 0);
+      return {
+        heapMb: sum('svc_nodejs_heap_size_used_bytes') / 2 ** 20,
+        gcS: sum('svc_nodejs_gc_duration_seconds_sum'),
+      };
+    };
+    const measureAll = async (phase: 'empty' | 'loaded') => {
+      const memoryBefore = await apiMemory();
       const meter = await meterCpu(cpuGroups, 'this script (client)', 'other processes on the machine');
       const wallStarted = performance.now();
+      const startUs = Number(process.hrtime.bigint() / 1000n); // the CPU profiles' clock (monotonic, µs)
       const out = new Map<string, number[]>();
+      let requests = 0;
       for (const route of routes) {
         const iterations = route.iterations ?? ITERATIONS;
         for (let i = 0; i < Math.min(WARMUP, iterations); i++) await route.run();
+        requests += Math.min(WARMUP, iterations) + iterations;
         const times: number[] = [];
         for (let i = 0; i < iterations; i++) {
           const t0 = performance.now();
@@ -358,7 +382,21 @@ async function main(): Promise<void> {
         }
         out.set(route.name, times);
       }
-      return { times: out, cpu: await meter.stop(), wallS: (performance.now() - wallStarted) / 1000 };
+      const profDir = process.env.BENCH_CPU_PROF_DIR;
+      if (profDir) {
+        // The phase's window for `cpu-profile.ts --whole <dir> <top> window-<phase>.json`: per request.
+        const window = { startUs, endUs: Number(process.hrtime.bigint() / 1000n), count: requests };
+        mkdirSync(profDir, { recursive: true });
+        writeFileSync(join(profDir, `window-${phase}.json`), JSON.stringify(window));
+      }
+      const cpu = await meter.stop();
+      const memoryAfter = await apiMemory();
+      const memory = {
+        heapBeforeMb: memoryBefore.heapMb,
+        heapAfterMb: memoryAfter.heapMb,
+        gcS: memoryAfter.gcS - memoryBefore.gcS,
+      };
+      return { times: out, cpu, memory, wallS: (performance.now() - wallStarted) / 1000 };
     };
     /** Each route once more through the recorder's app, its statements planned. */
     const planAll = async () => {
@@ -378,7 +416,7 @@ async function main(): Promise<void> {
 
     let started = performance.now();
     log(`Measuring on the empty database (${WARMUP} warm-up + ${ITERATIONS} runs per route)...`);
-    const emptyRun = await measureAll();
+    const emptyRun = await measureAll('empty');
     const empty = emptyRun.times;
     const emptyPlans = await planAll();
     log(`  in ${secs(started)}`);
@@ -414,7 +452,7 @@ async function main(): Promise<void> {
 
     started = performance.now();
     log('Measuring on the loaded database...');
-    const loadedRun = await measureAll();
+    const loadedRun = await measureAll('loaded');
     const loaded = loadedRun.times;
     const loadedPlans = await planAll();
     log(`  in ${secs(started)}`);
@@ -478,6 +516,20 @@ async function main(): Promise<void> {
           ((loadedCpu.get(name) ?? 0) / loadedRun.wallS).toFixed(2),
         ]),
         ['wall', `${emptyRun.wallS.toFixed(1)} s`, '', `${loadedRun.wallS.toFixed(1)} s`, ''],
+        [
+          'API garbage collection',
+          `${emptyRun.memory.gcS.toFixed(2)} s`,
+          '',
+          `${loadedRun.memory.gcS.toFixed(2)} s`,
+          '',
+        ],
+        ...(['heapBeforeMb', 'heapAfterMb'] as const).map((k) => [
+          `API heap used, ${k === 'heapBeforeMb' ? 'before' : 'after'}`,
+          `${emptyRun.memory[k].toFixed(0)} MB`,
+          '',
+          `${loadedRun.memory[k].toFixed(0)} MB`,
+          '',
+        ]),
       ]),
     );
     const missed = routes.filter(

@@ -10,8 +10,9 @@ import { join } from 'node:path';
  *
  * `tsx scripts/bench/cpu-profile.ts --whole <dir> [top]`: the profiles that `BENCH_CPU_PROF_DIR=<dir>`
  * had a bench's worker and API write (`<dir>/<bench>-worker`, `<dir>/<bench>-api`), each process's
- * self time by package and by function, per item of the window in `<dir>/window.json` when there is
- * one (bench:journey writes its steady load's: per journey), else over the whole profile.
+ * self time by package and by function, per item of the window in `<dir>/window.json` (or the
+ * file named after `top`) when there is one (bench:journey writes its steady load's: per journey;
+ * bench:scale `window-empty.json` and `window-loaded.json`: per request), else over the whole profile.
  */
 
 interface ProfileNode {
@@ -68,13 +69,14 @@ function selfTimes(profile: Profile, window: Window, byFn: Map<string, number>, 
 }
 
 /** `--whole`: each process folder's profiles, self time per item of the window (or in all). */
-function whole(dir: string, top: number): void {
-  const windowFile = join(dir, 'window.json');
+function whole(dir: string, top: number, windowName = 'window.json'): void {
+  const windowFile = join(dir, windowName);
   const window: ItemWindow = existsSync(windowFile)
     ? JSON.parse(readFileSync(windowFile, 'utf8'))
     : { startUs: -Infinity, endUs: Infinity, count: 1 };
   const unit = existsSync(windowFile) ? `µs per item (${window.count} in the window)` : 'µs in all';
   for (const proc of readdirSync(dir).filter((f) => !f.endsWith('.json'))) {
+    process.stdout.write(`\n${windowName}`);
     const fn = new Map<string, number>();
     const pkg = new Map<string, number>();
     let sampled = 0;
@@ -94,7 +96,7 @@ function whole(dir: string, top: number): void {
 }
 
 function main(): void {
-  if (process.argv[2] === '--whole') return whole(process.argv[3], Number(process.argv[4] ?? 30));
+  if (process.argv[2] === '--whole') return whole(process.argv[3], Number(process.argv[4] ?? 30), process.argv[5]);
   const [dir, topArg] = process.argv.slice(2);
   const top = Number(topArg ?? 40);
   const sides = {
