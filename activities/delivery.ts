@@ -104,7 +104,7 @@ export interface DeliveryActivityDeps {
 export function createDeliveryActivities(deps: DeliveryActivityDeps) {
   const { db, clock, webhooks, queueNotices, stopping, activitySlots } = deps;
   const agent = deliveryAgent(webhooks.extraCa);
-  /** `deliverDue` activities running in this process (each holds one of the worker's `slots`). */
+  /** `deliverDue` activities running in this process (each holds one of the `activitySlots`). */
   let delivering = 0;
   const longWatchRoom = () => activitySlots !== undefined && delivering <= Math.floor(activitySlots * LONG_WATCH_SHARE);
 
