@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -11,7 +11,7 @@ import { createCheckoutKey } from '../src/ops/checkout-keys';
 import { createMerchant } from '../src/ops/merchants';
 import { verify } from '../src/webhooks/verify';
 import { startHttpsReceiver, type ReceivedRequest } from '../test/helpers/https-receiver';
-import { type CpuGroups, databaseBackends, meterCpu } from './bench/cpu';
+import { type CpuGroups, databaseBackends, meterCpu, profileClockUs, writeProfileWindow } from './bench/cpu';
 import { meterTransitions, startBenchEnvironment, temporalCpuGroups, transitionsLine } from './bench/environment';
 import { percentile, perSecond, runClosedLoop, table } from './bench/measure';
 import { journeySessionBody } from './bench/sessions';
@@ -416,16 +416,11 @@ async function main(): Promise<void> {
     log(`Warming up: 20 journeys at 2/s...`);
     await runLoad(2, 10, DRAIN_S);
     log(`Running journeys at ${RATE}/s for ${DURATION_S} s (open loop; "paid" heard by ${PAID_BY})...`);
-    const steadyStartUs = Number(process.hrtime.bigint() / 1000n); // the CPU profiles' clock (monotonic, µs)
+    const steadyStartUs = profileClockUs();
     const steady = await runLoad(RATE, DURATION_S, DRAIN_S);
     if (process.env.BENCH_CPU_PROF_DIR) {
-      const window = {
-        startUs: steadyStartUs,
-        endUs: Number(process.hrtime.bigint() / 1000n),
-        count: steady.completed,
-      };
-      mkdirSync(process.env.BENCH_CPU_PROF_DIR, { recursive: true });
-      writeFileSync(join(process.env.BENCH_CPU_PROF_DIR, 'window.json'), JSON.stringify(window));
+      const window = { startUs: steadyStartUs, endUs: profileClockUs(), count: steady.completed };
+      writeProfileWindow(process.env.BENCH_CPU_PROF_DIR, 'window.json', window);
     }
 
     // The saturation search: the highest offered rate whose "press -> paid" p95 stays under 1 s.

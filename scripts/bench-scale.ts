@@ -1,6 +1,4 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Client as PgClient } from 'pg';
 import { createJanitorActivities } from '../activities/janitor';
@@ -15,7 +13,14 @@ import { createPartnerKey } from '../src/ops/partner-keys';
 import { createSeller } from '../src/ops/sellers';
 import { encodeProductsCursor } from '../src/partner/params';
 import { BULK_INVENTORY_ROWS, BULK_PRODUCT_ROWS } from '../src/partner/schemas';
-import { type CpuGroups, databaseBackends, meterCpu, waitForQuietMachine } from './bench/cpu';
+import {
+  type CpuGroups,
+  databaseBackends,
+  meterCpu,
+  profileClockUs,
+  waitForQuietMachine,
+  writeProfileWindow,
+} from './bench/cpu';
 import { startBenchEnvironment, temporalCpuGroups } from './bench/environment';
 import { benchHttpClient } from './bench/http-client';
 import { percentile, table } from './bench/measure';
@@ -23,6 +28,7 @@ import { explainStatements, type RoutePlans, slowestPlanLines, startPlanRecorder
 import { preload, preloadCounts } from './bench/preload';
 import { journeySessionBody } from './bench/sessions';
 import { benchServiceEnv, startWorkerAndApi } from './bench/services';
+import { scrape, sumLines } from './processes';
 
 /**
  * `npm run bench:scale`: the main routes on an empty database and again on a year of data. On a
@@ -350,14 +356,8 @@ async function main(): Promise<void> {
 
     // The API's heap and garbage collection (its own metrics): a process that grows collects longer.
     const apiMemory = async () => {
-      const text = await (
-        await fetch(`http://127.0.0.1:${serviceEnv.METRICS_PORT}/metrics`, { signal: AbortSignal.timeout(5000) })
-      ).text();
-      const sum = (name: string) =>
-        text
-          .split('\n')
-          .filter((line) => line.startsWith(name))
-          .reduce((n, line) => n + Number(line.split(' ').pop()), 0);
+      const text = await scrape(`http://127.0.0.1:${serviceEnv.METRICS_PORT}/metrics`);
+      const sum = (name: string) => sumLines(text, (line) => line.startsWith(name)) ?? 0;
       return {
         heapMb: sum('svc_nodejs_heap_size_used_bytes') / 2 ** 20,
         gcS: sum('svc_nodejs_gc_duration_seconds_sum'),
@@ -367,13 +367,13 @@ async function main(): Promise<void> {
       const memoryBefore = await apiMemory();
       const meter = await meterCpu(cpuGroups, 'this script (client)', 'other processes on the machine');
       const wallStarted = performance.now();
-      const startUs = Number(process.hrtime.bigint() / 1000n); // the CPU profiles' clock (monotonic, µs)
+      const startUs = profileClockUs();
       const out = new Map<string, number[]>();
-      let requests = 0;
+      let runs = 0;
       for (const route of routes) {
         const iterations = route.iterations ?? ITERATIONS;
         for (let i = 0; i < Math.min(WARMUP, iterations); i++) await route.run();
-        requests += Math.min(WARMUP, iterations) + iterations;
+        runs += Math.min(WARMUP, iterations) + iterations;
         const times: number[] = [];
         for (let i = 0; i < iterations; i++) {
           const t0 = performance.now();
@@ -382,12 +382,10 @@ async function main(): Promise<void> {
         }
         out.set(route.name, times);
       }
-      const profDir = process.env.BENCH_CPU_PROF_DIR;
-      if (profDir) {
-        // The phase's window for `cpu-profile.ts --whole <dir> <top> window-<phase>.json`: per request.
-        const window = { startUs, endUs: Number(process.hrtime.bigint() / 1000n), count: requests };
-        mkdirSync(profDir, { recursive: true });
-        writeFileSync(join(profDir, `window-${phase}.json`), JSON.stringify(window));
+      if (process.env.BENCH_CPU_PROF_DIR) {
+        // The phase's window for `cpu-profile.ts --whole <dir> <top> window-<phase>.json`: per route run.
+        const window = { startUs, endUs: profileClockUs(), count: runs };
+        writeProfileWindow(process.env.BENCH_CPU_PROF_DIR, `window-${phase}.json`, window);
       }
       const cpu = await meter.stop();
       const memoryAfter = await apiMemory();

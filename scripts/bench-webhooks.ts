@@ -5,7 +5,7 @@ import { BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler } from
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { benchMetricsPorts } from './bench/metrics-ports';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { recordEvent } from '../src/checkout/events';
@@ -24,7 +24,7 @@ import { createEndpoint } from '../src/webhooks/endpoints';
 import { webhookRuntime } from '../src/webhooks/runtime';
 import { verify } from '../src/webhooks/verify';
 import { ReceivedRequest, startHttpsReceiver } from '../test/helpers/https-receiver';
-import { databaseBackends, meterCpu } from './bench/cpu';
+import { databaseBackends, meterCpu, profileClockUs, writeProfileWindow } from './bench/cpu';
 import {
   connectStack,
   meterTransitions,
@@ -660,19 +660,18 @@ async function main(): Promise<void> {
           receiver.requests.length = 0;
           const cpu = await meterCpu({ worker: async () => [child.pid!] });
           const started = Date.now();
-          const windowStartUs = Number(process.hrtime.bigint() / 1000n); // the profiles' clock (monotonic, µs)
+          const windowStartUs = profileClockUs();
           const r = await firstBytes(await produceWith(side, COMPARE_EVENTS), mainPaths);
           const [[, workerSec]] = await cpu.stop();
-          const windowEndUs = Number(process.hrtime.bigint() / 1000n);
+          const windowEndUs = profileClockUs();
           if (profDir) {
-            mkdirSync(profDir, { recursive: true });
             const window = {
               startUs: windowStartUs,
               endUs: windowEndUs,
               deliveries: r.first.length,
               cpuSec: workerSec,
             };
-            writeFileSync(join(profDir, 'window.json'), JSON.stringify(window));
+            writeProfileWindow(profDir, 'window.json', window);
           }
           receiver.requests.length = 0;
           checks.repeated += r.repeated;

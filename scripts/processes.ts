@@ -186,3 +186,17 @@ export async function waitFor(
     await new Promise((r) => setTimeout(r, options.intervalMs ?? 250));
   }
 }
+
+/** The Prometheus text at `url` (a process's /metrics). */
+export async function scrape(url: string, timeoutMs = 5000): Promise<string> {
+  return (await fetch(url, { signal: AbortSignal.timeout(timeoutMs) })).text();
+}
+
+/**
+ * The lines of Prometheus `text` that `select` keeps, their values summed (undefined when none
+ * matched): one process's counter or gauge over its label sets.
+ */
+export function sumLines(text: string, select: (line: string) => boolean): number | undefined {
+  const lines = text.split('\n').filter(select);
+  return lines.length ? lines.reduce((total, line) => total + Number(line.split(' ').pop()), 0) : undefined;
+}

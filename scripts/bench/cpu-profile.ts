@@ -71,12 +71,12 @@ function selfTimes(profile: Profile, window: Window, byFn: Map<string, number>, 
 /** `--whole`: each process folder's profiles, self time per item of the window (or in all). */
 function whole(dir: string, top: number, windowName = 'window.json'): void {
   const windowFile = join(dir, windowName);
-  const window: ItemWindow = existsSync(windowFile)
+  const windowed = existsSync(windowFile);
+  const window: ItemWindow = windowed
     ? JSON.parse(readFileSync(windowFile, 'utf8'))
     : { startUs: -Infinity, endUs: Infinity, count: 1 };
-  const unit = existsSync(windowFile) ? `µs per item (${window.count} in the window)` : 'µs in all';
+  const unit = windowed ? `µs per item (${window.count} in ${windowName})` : 'µs in all';
   for (const proc of readdirSync(dir).filter((f) => !f.endsWith('.json'))) {
-    process.stdout.write(`\n${windowName}`);
     const fn = new Map<string, number>();
     const pkg = new Map<string, number>();
     let sampled = 0;

@@ -1,4 +1,5 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Db } from '../../src/db/knex';
 
 /** Linux clock ticks per second (`getconf CLK_TCK`), the unit of /proc/<pid>/stat times. */
@@ -217,4 +218,13 @@ export async function waitForQuietMachine(
     if (Date.now() - started >= maxMs) return { waitedMs: Date.now() - started, idle, quiet: false };
   }
   return { waitedMs: 0, idle: 1, quiet: true }; // not Linux: nothing to wait for
+}
+
+/** Now on the CPU profiles' clock (monotonic, µs): the ends of a window that `cpu-profile.ts` reads. */
+export const profileClockUs = () => Number(process.hrtime.bigint() / 1000n);
+
+/** Writes a measured window (`startUs`, `endUs` and what it carried) as `dir/name` for `cpu-profile.ts`. */
+export function writeProfileWindow(dir: string, name: string, window: { startUs: number; endUs: number }): void {
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, name), JSON.stringify(window));
 }

@@ -8,7 +8,7 @@ import { createDb, type Db, migrateLatest } from '../../src/db/knex';
 import { startOwnCluster } from '../cluster/cluster';
 import { HISTORY_SHARDS, NAMESPACE_RETENTION } from '../cluster/settings';
 import { startEmbeddedPg } from '../embedded-pg';
-import { freePort, repoRoot, stopAll } from '../processes';
+import { freePort, repoRoot, scrape, stopAll, sumLines } from '../processes';
 import { startTemporalDevServer } from '../temporal-dev-server';
 import { findTemporalCli } from '../toolchain';
 import type { CpuGroups } from './cpu';
@@ -243,11 +243,8 @@ export async function connectStack(
 
 /** The mutable-state writes a Temporal process has counted (`state_transition_count_count`) from its metrics on `port`. */
 async function stateTransitionsAt(port: number): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(5000) })).text();
-  let total = 0;
-  for (const line of text.split('\n'))
-    if (line.startsWith('state_transition_count_count')) total += Number(line.split(' ').pop());
-  return total;
+  const text = await scrape(`http://127.0.0.1:${port}/metrics`);
+  return sumLines(text, (line) => line.startsWith('state_transition_count_count')) ?? 0;
 }
 
 /**

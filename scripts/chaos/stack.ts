@@ -8,7 +8,7 @@ import { startHttpsReceiver, type ReceivedRequest } from '../../test/helpers/htt
 import { type OwnCluster, restartClusterProcess, startOwnCluster, stoppedClusterProcesses } from '../cluster/cluster';
 import { NAMESPACE_RETENTION } from '../cluster/settings';
 import { type EmbeddedPg, startEmbeddedPg } from '../embedded-pg';
-import { freePort, repoRoot, stopAll } from '../processes';
+import { freePort, repoRoot, scrape, stopAll, sumLines } from '../processes';
 import { startTemporalDevServer } from '../temporal-dev-server';
 import { findTemporalCli } from '../toolchain';
 import { Balancer, isReady, runTreeCommand, type ServiceProcess, startService, stopService } from '../upgrade/fleet';
@@ -335,11 +335,7 @@ export class Stack {
     for (const [name, process] of this.services) {
       if (process.role !== 'worker') continue;
       try {
-        const url = process.readyUrl.replace(/\/readyz$/, '/metrics');
-        const lines = (await (await fetch(url, { signal: AbortSignal.timeout(3000) })).text())
-          .split('\n')
-          .filter(select);
-        const sum = lines.length ? lines.reduce((total, line) => total + Number(line.split(' ').pop()), 0) : undefined;
+        const sum = sumLines(await scrape(process.readyUrl.replace(/\/readyz$/, '/metrics'), 3000), select);
         sums.push({ name, process, sum });
       } catch {
         // not answering: read next time
