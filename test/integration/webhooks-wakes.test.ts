@@ -1,5 +1,6 @@
 import { webhookWakes } from '../../src/telemetry/webhooks';
 import { randomString } from '../../src/lib/ids';
+import { call } from '../helpers/http';
 import { useWebhookStack, until, webhookSteps } from '../helpers/webhooks';
 
 /**
@@ -102,4 +103,26 @@ test('an endpoint that keeps getting events keeps its watch past the 2-second bu
   expect(await wakes('sent')).toBe(sent);
   expect(await wakes('skipped')).toBe(skipped + 2);
   expect(eventIdsAt(path)).toEqual([a, ...later]);
+});
+
+test('an endpoint whose URL changes while its activity keeps watching: the next event goes to the new URL', async () => {
+  const m = await webhookMerchant();
+  const [before, after] = [`/moved-from-${randomString(8)}`, `/moved-to-${randomString(8)}`];
+  const endpoint = await createEndpoint(m.secretKey, env.receiver.url(before));
+  const a = await sendTest(m.secretKey, endpoint.id);
+  await env.receiver.waitFor(1, before);
+  // Past the activity's 2-second budget, while it still watches: it read the endpoint before then.
+  await sleep(2500);
+  const res = await call(env.stack.baseUrl, 'PATCH', `/v1/webhook_endpoints/${endpoint.id}`, {
+    key: m.secretKey,
+    body: { url: env.receiver.url(after) },
+  });
+  expect(res.status).toBe(200);
+  expect(await watching(endpoint.id)).toBeDefined();
+  const skipped = await wakes('skipped');
+  const b = await sendTest(m.secretKey, endpoint.id);
+  await env.receiver.waitFor(1, after);
+  expect(await wakes('skipped')).toBe(skipped + 1); // taken by the watching activity, not a new one
+  expect(eventIdsAt(before)).toEqual([a]);
+  expect(eventIdsAt(after)).toEqual([b]);
 });
