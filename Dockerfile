@@ -15,4 +15,5 @@ COPY . .
 USER 1000:1000
 EXPOSE 3000
 STOPSIGNAL SIGTERM
-CMD ["node", "--import", "tsx", "src/main/api.ts"]
+# --no-memory-reducer: scripts/processes.ts (SERVICE_NODE_FLAGS) says why.
+CMD ["node", "--no-memory-reducer", "--import", "tsx", "src/main/api.ts"]

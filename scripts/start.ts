@@ -10,7 +10,7 @@ import { describeDeployment, deploymentVersionOf, releaseTargetOf } from '../src
 import { runningCluster, startCluster, stopCluster } from './cluster/cluster';
 import { NAMESPACE_RETENTION } from './cluster/settings';
 import { startEmbeddedPg } from './embedded-pg';
-import { assertPortFree, repoRoot, startChild, stopAll, waitFor, type Child } from './processes';
+import { assertPortFree, repoRoot, SERVICE_NODE_FLAGS, startChild, stopAll, waitFor, type Child } from './processes';
 import { startTemporalDevServer } from './temporal-dev-server';
 import { findTemporalCli } from './toolchain';
 
@@ -218,7 +218,7 @@ function startService(name: string, entry: string, env: NodeJS.ProcessEnv): Chil
   const child = startChild(
     name,
     process.execPath,
-    ['--import', 'tsx', entry],
+    [...SERVICE_NODE_FLAGS, '--import', 'tsx', entry],
     { cwd: repoRoot, env, stdio: ['inherit', 'inherit', 'inherit', 'ipc'] },
     // The drain, the in-flight bound, then (worker) cancelled activities' 3 s, the loops' last pass
     // and (both) the close, 5 s each at most, and a margin.

@@ -2,7 +2,7 @@ import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomString } from '../../src/lib/ids';
-import { type Child, freePort, repoRoot, startChild, waitFor } from '../processes';
+import { type Child, freePort, repoRoot, SERVICE_NODE_FLAGS, startChild, waitFor } from '../processes';
 import type { BenchEnvironment } from './environment';
 import { benchMetricsPorts } from './metrics-ports';
 
@@ -24,7 +24,7 @@ export function startTsChild(
   const child = startChild(
     name,
     process.execPath,
-    [...nodeArgs, '--import', 'tsx', entry, ...args],
+    [...SERVICE_NODE_FLAGS, ...nodeArgs, '--import', 'tsx', entry, ...args],
     { cwd: repoRoot, env, stdio: ['ignore', out, out] },
     { logFile },
   );
@@ -77,8 +77,12 @@ export async function startWorkerAndApi(
   log(`Starting the worker and the API as child processes (logs in ${logs})...`);
   // BENCH_CPU_PROF_DIR: each writes V8 CPU profiles there when it exits (`scripts/bench/cpu-profile.ts --whole` reads them).
   const profDir = process.env.BENCH_CPU_PROF_DIR;
-  const profArgs = (who: string) =>
-    profDir ? ['--cpu-prof', `--cpu-prof-dir=${join(profDir, `${name}-${who}`)}`] : [];
+  // BENCH_NODE_ARGS: more of Node's own flags for both (a GC setting to compare, `--trace-gc`).
+  const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const profArgs = (who: string) => [
+    ...nodeArgs,
+    ...(profDir ? ['--cpu-prof', `--cpu-prof-dir=${join(profDir, `${name}-${who}`)}`] : []),
+  ];
   const worker = startTsChild('worker', 'src/main/worker.ts', env, join(logs, 'worker.log'), [], profArgs('worker'));
   const api = startTsChild('API', 'src/main/api.ts', env, join(logs, 'api.log'), [], profArgs('api'));
   await waitFor(

@@ -3,7 +3,7 @@ import { closeSync, openSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { type Child, type ExitInfo, freePort, startChild, waitFor } from '../processes';
+import { type Child, type ExitInfo, freePort, SERVICE_NODE_FLAGS, startChild, waitFor } from '../processes';
 import type { ReleaseTree } from './releases';
 
 /** One API or worker process of a release, as a deploy sees it. */
@@ -28,7 +28,7 @@ function startTreeChild(name: string, tree: ReleaseTree, entry: string, env: Nod
   const child = startChild(
     name,
     tree.node,
-    ['--import', 'tsx', entry],
+    [...SERVICE_NODE_FLAGS, '--import', 'tsx', entry],
     { cwd: tree.dir, env, stdio: ['ignore', out, out] },
     { logFile },
   );

@@ -9,12 +9,14 @@ import { createDb, Db } from '../../src/db/knex';
 import { requireSecretKeyForLive } from '../../src/webhooks/runtime';
 import { buildMerchant } from '../helpers/factories';
 import { readRunEnv } from '../helpers/stack';
+import { SERVICE_NODE_FLAGS } from '../../scripts/processes';
 
 /**
  * The API and the worker refuse to start in live use (PARTNER_ENVIRONMENT=live, or a live Checkout
  * key in the database) without WEBHOOK_SECRET_KEY: the development key is in the repository.
  */
 const root = join(__dirname, '..', '..');
+const packageJson = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
 const KEY = 'a'.repeat(64);
 let db: Db;
 let databaseUrl: string;
@@ -107,13 +109,18 @@ describe('docker-compose.yml', () => {
     for (const role of ['api', 'worker'] as const) {
       const service = services[role];
       // No npm or shell in between: SIGTERM reaches node, and the container lives until node exits.
-      expect(service.command).toEqual(['node', '--import', 'tsx', `src/main/${role}.ts`]);
+      // Node's flags as every start of the services has them (scripts/processes.ts).
+      expect(service.command).toEqual(['node', ...SERVICE_NODE_FLAGS, '--import', 'tsx', `src/main/${role}.ts`]);
+      expect(packageJson.scripts[role]).toBe(
+        `exec node scripts/bootstrap.js ts ${SERVICE_NODE_FLAGS.join(' ')} src/main/${role}.ts`,
+      );
       expect(service.init).toBe(true);
       const { SHUTDOWN_DRAIN_MS, SHUTDOWN_TIMEOUT_MS } = service.environment as Record<string, string | undefined>;
       const settings = loadSettings({ SHUTDOWN_DRAIN_MS, SHUTDOWN_TIMEOUT_MS });
       expect(seconds(service.stop_grace_period)).toBeGreaterThan(bounds[role](settings));
     }
     const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
-    expect(dockerfile).toMatch(/^CMD \["node", "--import", "tsx", "src\/main\/api\.ts"\]$/m);
+    expect(dockerfile).toMatch(/^CMD \["node", "--no-memory-reducer", "--import", "tsx", "src\/main\/api\.ts"\]$/m);
+    expect(SERVICE_NODE_FLAGS).toEqual(['--no-memory-reducer']);
   });
 });
