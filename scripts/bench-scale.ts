@@ -486,17 +486,19 @@ async function main(): Promise<void> {
     // Where each route's time goes: its statements' execution in Postgres (one request, EXPLAIN
     // ANALYZE) against its p50 over HTTP; for a route that missed, the plan of its slowest statement
     // on both databases (BENCH_PLANS=all: every route's).
-    log('\nTime in Postgres per request (the statements of one request under EXPLAIN ANALYZE, summed):');
+    log(
+      '\nTime in Postgres per request (the statements of one request under EXPLAIN ANALYZE, summed: planning, execution):',
+    );
     log(
       table([
-        ['route', 'statements', 'empty: in Postgres / p50', 'loaded: in Postgres / p50'],
+        ['route', 'statements', 'empty: plan + run / p50', 'loaded: plan + run / p50'],
         ...routes.map((r) => {
           const [e, l] = [emptyPlans.get(r.name)!, loadedPlans.get(r.name)!];
           return [
             r.name,
             String(l.statements.length),
-            `${f(e.totalMs)} / ${f(percentile(empty.get(r.name)!, 50))} ms`,
-            `${f(l.totalMs)} / ${f(percentile(loaded.get(r.name)!, 50))} ms`,
+            `${f(e.planningMs)} + ${f(e.totalMs)} / ${f(percentile(empty.get(r.name)!, 50))} ms`,
+            `${f(l.planningMs)} + ${f(l.totalMs)} / ${f(percentile(loaded.get(r.name)!, 50))} ms`,
           ];
         }),
       ]),
