@@ -96,3 +96,10 @@ export const attemptListenerReconnects = new Counter({
   help: 'Re-opens of the attempt streams LISTEN connection after it was lost.',
   registers: [registry],
 });
+
+/** Test-gateway presses whose decision Update was not taken in time and went as the signal (the press answers `pending`). */
+export const decisionUpdateFallbacks = new Counter({
+  name: 'svc_checkout_decision_update_fallbacks_total',
+  help: 'Test-gateway decision Updates not taken within their deadline, sent as the signal instead.',
+  registers: [registry],
+});

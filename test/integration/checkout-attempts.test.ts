@@ -20,6 +20,7 @@ import {
 } from '../helpers/checkout-payments';
 import { keepHistory } from '../helpers/histories';
 import { startStack, Stack } from '../helpers/stack';
+import { decisionUpdateFallbacks } from '../../src/telemetry/checkout';
 
 /**
  * Paying a session over HTTP: `POST …/attempts` and its refusals, the test gateway's buttons and
@@ -389,8 +390,11 @@ describe('the test gateway buttons', () => {
     const m = await merchantWith();
     const { s, attempt } = await pendingAttempt(m);
     await stack.env.client.workflow.getHandle(s.id).terminate('the test ends it');
+    const fallbacks = async () => (await decisionUpdateFallbacks.get()).values[0]?.value ?? 0;
+    const before = await fallbacks();
     const res = await decide(m, attempt.attempt_id, 'succeeded');
     expectError(res, 503, 'service_unavailable');
+    expect(await fallbacks()).toBe(before + 1);
     expect(res.headers.get('retry-after')).toBe('5');
     // Nothing recorded: the shopper can press again.
     expect(await attemptRow(attempt.attempt_id)).toMatchObject({ status: 'pending', decision: null });

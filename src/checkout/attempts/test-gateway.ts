@@ -2,6 +2,7 @@ import { ApiError } from '../../http/errors';
 import { log } from '../../lib/log';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { callTimeoutOf } from '../../temporal/client';
+import { decisionUpdateFallbacks } from '../../telemetry/checkout';
 import { decideByUpdate, signalDecision, TestGatewayDecision } from '../../temporal/session';
 import type { PublicDeps } from '../public/deps';
 import type { MerchantScope } from '../sessions/deps';
@@ -76,6 +77,7 @@ export async function decideTestAttempt(
     const { attemptStatus } = await decideByUpdate(deps.temporal, attempt.session_id, attempt.id, decision, deadline);
     return answer(attemptStatus);
   } catch (err) {
+    decisionUpdateFallbacks.inc();
     log.info('the decision Update failed; the decision goes as a signal', { attempt_id: attempt.id, error: err });
   }
   try {
