@@ -18,7 +18,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { join, relative } from 'node:path';
-import { freePort, repoRoot, startChild, stopAll, waitFor, type Child } from './processes';
+import { freePort, repoRoot, SERVICE_NODE_FLAGS, startChild, stopAll, waitFor, type Child } from './processes';
 import { scratchDatabase } from './scratch-database';
 import { ensureSystemPackages, SYSTEM_PACKAGES } from './system-packages';
 import { startTemporalDevServer } from './temporal-dev-server';
@@ -530,7 +530,8 @@ async function runImage(b: Buildah, store: string[], container: string, config: 
     const ready = (what: string, url: string, child: Child) =>
       waitFor(what, () => answers(url), { timeoutMs: READY_TIMEOUT_MS, watched: [child] });
     const api = start('api', config.Cmd ?? []);
-    const worker = start('worker', ['node', '--no-memory-reducer', '--import', 'tsx', 'src/main/worker.ts']);
+    const workerCommand = ['node', ...SERVICE_NODE_FLAGS, '--import', 'tsx', 'src/main/worker.ts'];
+    const worker = start('worker', workerCommand);
     await ready(`the API's /partner/v1/health`, `http://127.0.0.1:${ports.api}/partner/v1/health`, api);
     await ready(`the API's /readyz`, `http://127.0.0.1:${ports.apiMetrics}/readyz`, api);
     if (!readFileSync(join(dataDir, 'api.log'), 'utf8').includes(`"node":"v${PIN}"`)) {
@@ -541,9 +542,7 @@ async function runImage(b: Buildah, store: string[], container: string, config: 
         `its start line says node v${PIN}`,
     );
     await ready(`the worker's /readyz`, `http://127.0.0.1:${ports.worker}/readyz`, worker);
-    done(
-      'worker (node --no-memory-reducer --import tsx src/main/worker.ts): /readyz answers 200 (Postgres and Temporal reached)',
-    );
+    done(`worker (${workerCommand.join(' ')}): /readyz answers 200 (Postgres and Temporal reached)`);
     report.push(await stopInImage(api), await stopInImage(worker));
     passed = true;
     return report;

@@ -8,16 +8,16 @@ export const repoRoot = resolve(__dirname, '..');
 
 /**
  * Node's flags for the services (the API and the worker), wherever they are started: the Dockerfile,
- * docker-compose.yml and package.json's `api` and `worker` say the same (test/unit/service-node-flags.test.ts).
+ * docker-compose.yml and package.json's `api` and `worker` say the same (test/integration/startup-checks.test.ts).
  *
  * `--no-memory-reducer`: after some seconds idle, V8's memory reducer runs a full collection that
  * shrinks the heap and sets the old generation's limit just above what is live. The next burst of
  * requests then runs a full mark-compact every few hundred milliseconds until the limit has grown
- * back: bench:scale's loaded phase, after minutes idle during its preload, spent twice the API's
- * garbage collection and up to 1.5× its p50 on the same requests (`--trace-gc`: nine mark-compacts
- * in four seconds at 52–67 MB, none in the empty phase at the same load). A service that is idle at
- * night and busy in the morning would pay the same. The cost: an idle process keeps the heap its
- * last busy period grew (about 200 MB for the API under bench load) instead of giving it back.
+ * back: bench:scale's loaded phase, after minutes idle during its preload, spent up to twice the
+ * API's garbage collection and up to 1.5× its p50 on the same requests (`--trace-gc`: 19
+ * mark-compacts at 52–70 MB in that phase, 2 with the flag). A service that is idle at night and
+ * busy in the morning would pay the same. The cost: an idle process keeps the heap its last busy
+ * period grew (about 200 MB for the API under bench load) instead of giving it back.
  */
 export const SERVICE_NODE_FLAGS = ['--no-memory-reducer'] as const;
 

@@ -27,7 +27,7 @@ export interface StatementPlan {
 export interface RoutePlans {
   statements: StatementPlan[];
   /** The sum of the statements' execution times. */
-  totalMs: number;
+  executionMs: number;
   /** The sum of their planning times. */
   planningMs: number;
 }
@@ -94,11 +94,13 @@ export async function explainStatements(pg: PgClient, statements: Recorded[]): P
   for (const { sql, bindings } of statements) {
     try {
       const plan = await explain('ANALYZE, BUFFERS', sql, bindings);
-      const timed = (what: string) => {
-        const found = plan.map((line) => new RegExp(`^${what} Time: ([\\d.]+) ms`).exec(line)).find(Boolean);
-        return found ? Number(found[1]) : 0;
-      };
-      planned.push({ sql, executionMs: timed('Execution'), planningMs: timed('Planning'), plan });
+      const ms = (line: RegExp) => Number(plan.map((l) => line.exec(l)?.[1]).find(Boolean) ?? 0);
+      planned.push({
+        sql,
+        executionMs: ms(/^Execution Time: ([\d.]+) ms/),
+        planningMs: ms(/^Planning Time: ([\d.]+) ms/),
+        plan,
+      });
     } catch (err) {
       const plan = await explain('COSTS', sql, bindings);
       const why = err instanceof Error ? err.message : String(err);
@@ -111,7 +113,7 @@ export async function explainStatements(pg: PgClient, statements: Recorded[]): P
     }
   }
   const sum = (of: (s: StatementPlan) => number) => planned.reduce((total, s) => total + of(s), 0);
-  return { statements: planned, totalMs: sum((s) => s.executionMs), planningMs: sum((s) => s.planningMs) };
+  return { statements: planned, executionMs: sum((s) => s.executionMs), planningMs: sum((s) => s.planningMs) };
 }
 
 /** The slowest statement of a route, as lines to print: its text (shortened) and its plan. */

@@ -79,12 +79,12 @@ export async function startWorkerAndApi(
   const profDir = process.env.BENCH_CPU_PROF_DIR;
   // BENCH_NODE_ARGS: more of Node's own flags for both (a GC setting to compare, `--trace-gc`).
   const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const profArgs = (who: string) => [
+  const nodeArgsOf = (who: string) => [
     ...nodeArgs,
     ...(profDir ? ['--cpu-prof', `--cpu-prof-dir=${join(profDir, `${name}-${who}`)}`] : []),
   ];
-  const worker = startTsChild('worker', 'src/main/worker.ts', env, join(logs, 'worker.log'), [], profArgs('worker'));
-  const api = startTsChild('API', 'src/main/api.ts', env, join(logs, 'api.log'), [], profArgs('api'));
+  const worker = startTsChild('worker', 'src/main/worker.ts', env, join(logs, 'worker.log'), [], nodeArgsOf('worker'));
+  const api = startTsChild('API', 'src/main/api.ts', env, join(logs, 'api.log'), [], nodeArgsOf('api'));
   await waitFor(
     `the API at ${baseUrl}`,
     async () => (await fetch(`${baseUrl}/partner/v1/health`, { signal: AbortSignal.timeout(2000) })).status === 200,
