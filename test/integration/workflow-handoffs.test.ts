@@ -6,6 +6,7 @@ import { call } from '../helpers/http';
 import { createSession, historyOf, payableBody, SECOND, shopper, until } from '../helpers/checkout-payments';
 import { RELAY_RETRY, startHandoffRelay } from '../../src/temporal/handoff-relay';
 import { listen, startStack, Stack } from '../helpers/stack';
+import { decisionUpdateFallbacks } from '../../src/telemetry/checkout';
 
 /**
  * Durable handoffs from Postgres to Temporal: a process that dies between a commit and its
@@ -391,6 +392,49 @@ describe('a test-gateway press whose session workflow is gone by the time it is 
     } finally {
       await stack.db.raw(`DROP TRIGGER ${trigger} ON payment_attempts`);
       await stack.db.raw(`DROP FUNCTION ${trigger}()`);
+    }
+  });
+});
+
+describe('a test-gateway press whose Update is not taken', () => {
+  it('answers 200 pending with its return_url, goes as the signal, and the attempt settles by it', async () => {
+    // A client whose every Update is refused (Temporal shedding it, a run of a release without the handler).
+    const refusing: WorkflowClientInterceptor = {
+      startUpdate: () => Promise.reject(new Error('14 UNAVAILABLE: the Update was not taken')),
+    };
+    const client = new Client({
+      connection: stack.env.connection,
+      namespace: stack.env.namespace ?? 'default',
+      interceptors: { workflow: [refusing] },
+    });
+    const api = await listen(createApp({ ...stack.deps, temporal: client }));
+    try {
+      const m = await buildMerchant(stack.db);
+      const s = await createSession(stack, m.secretKey, payableBody());
+      const pub = shopper(stack, m.publishableKey);
+      const attempt = (await pub('POST', `/sessions/${s.code}/attempts`, { body: { method: 'test' } })).body;
+      await until(async () => (await historyOf(stack, s.id)).includes('signal attemptStarted'), 'the attempt adopted');
+      const fallbacks = async () => (await decisionUpdateFallbacks.get()).values[0]?.value ?? 0;
+      const before = await fallbacks();
+
+      const res = await shopper(api, m.publishableKey)('POST', `/test-gateway/${attempt.attempt_id}/decide`, {
+        body: { decision: 'succeeded' },
+      });
+      expect({ status: res.status, body: res.body }).toEqual({
+        status: 200,
+        body: {
+          attempt_id: attempt.attempt_id,
+          status: 'pending',
+          return_url: `${stack.settings.PUBLIC_BASE_URL}/r/${attempt.attempt_id}`,
+        },
+      });
+      expect(await fallbacks()).toBe(before + 1);
+      await until(async () => (await sessionRead(m, s.id)).payment_status === 'paid', 'the signal to settle it');
+      const history = await historyOf(stack, s.id);
+      expect(history).toContain('signal attemptDecision');
+      expect(history).not.toContain('update attemptDecide');
+    } finally {
+      await api.close();
     }
   });
 });
